@@ -1,0 +1,20 @@
+"""Give the whole test run one fresh Inductor cache, so no result leans on an earlier run."""
+
+import os
+import shutil
+import tempfile
+
+_fresh_cache = None
+
+
+def pytest_configure(config):
+    global _fresh_cache
+    if "TORCHINDUCTOR_CACHE_DIR" not in os.environ:
+        _fresh_cache = tempfile.mkdtemp(prefix="course-pytest-inductor-")
+        # Inherited by the notebook kernels nbval starts.
+        os.environ["TORCHINDUCTOR_CACHE_DIR"] = _fresh_cache
+
+
+def pytest_unconfigure(config):
+    if _fresh_cache:
+        shutil.rmtree(_fresh_cache, ignore_errors=True)

@@ -1,0 +1,143 @@
+"""One-line ways to assert what the compiler did: graphs, breaks, recompilations, cache hits.
+
+``graph_report`` asks ``torch._dynamo.explain``; ``CompileCounts`` is a context manager
+that reads Dynamo's counters and compilation metrics before and after a block.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+import torch
+from torch._dynamo import utils as dynamo_utils
+
+
+@dataclass(frozen=True)
+class GraphReport:
+    """How Dynamo splits a function into graphs, from ``torch._dynamo.explain``.
+
+    Example:
+        >>> report = graph_report(lambda x: torch.sin(x) + 1, torch.randn(3))
+        >>> report.graph_count, report.graph_break_count
+        (1, 0)
+    """
+
+    graph_count: int
+    graph_break_count: int
+    break_reasons: tuple[str, ...]
+    op_count: int
+
+    def __str__(self) -> str:
+        lines = [
+            f"graphs: {self.graph_count}, graph breaks: {self.graph_break_count}, "
+            f"ops captured: {self.op_count}"
+        ]
+        lines += [f"  break {i}: {reason}" for i, reason in enumerate(self.break_reasons, 1)]
+        return "\n".join(lines)
+
+
+def _first_line(text: str) -> str:
+    return text.strip().splitlines()[0] if text.strip() else text
+
+
+def graph_report(fn: Callable[..., Any], *args: Any, **kwargs: Any) -> GraphReport:
+    """Run ``torch._dynamo.explain(fn)(*args, **kwargs)`` and keep the countable facts.
+
+    Each break reason is reduced to its first line (the rest is a stack trace that
+    differs between machines).
+
+    Example:
+        >>> def f(x):
+        ...     x = x + 1
+        ...     torch._dynamo.graph_break()
+        ...     return x * 2
+        >>> graph_report(f, torch.zeros(1)).graph_break_count
+        1
+    """
+    if not callable(fn):
+        raise TypeError(f"fn must be a function or nn.Module; got {type(fn).__name__}")
+    explained = torch._dynamo.explain(fn)(*args, **kwargs)
+    reasons = tuple(_first_line(str(b.reason)) for b in explained.break_reasons)
+    return GraphReport(
+        graph_count=explained.graph_count,
+        graph_break_count=explained.graph_break_count,
+        break_reasons=reasons,
+        op_count=explained.op_count,
+    )
+
+
+# Counter keys in torch._dynamo.utils.counters, by the attribute name used here.
+_COUNTER_KEYS = {
+    "frames": ("frames", "ok"),
+    "graphs": ("stats", "unique_graphs"),
+    "fxgraph_cache_hits": ("inductor", "fxgraph_cache_hit"),
+    "fxgraph_cache_misses": ("inductor", "fxgraph_cache_miss"),
+    "fxgraph_cache_bypasses": ("inductor", "fxgraph_cache_bypass"),
+    "autograd_cache_hits": ("aot_autograd", "autograd_cache_hit"),
+    "autograd_cache_misses": ("aot_autograd", "autograd_cache_miss"),
+    "cudagraph_skips": ("inductor", "cudagraph_skips"),
+}
+
+
+def _snapshot() -> dict[str, int]:
+    counters = dynamo_utils.counters
+    values = {name: counters[group][key] for name, (group, key) in _COUNTER_KEYS.items()}
+    values["graph_breaks"] = sum(counters["graph_break"].values())
+    return values
+
+
+@dataclass
+class CompileCounts:
+    """Counts what the compiler did inside a ``with`` block.
+
+    Attributes (all deltas over the block): ``frames`` (Python frames compiled, one per
+    compilation or recompilation), ``graphs``, ``graph_breaks``, ``recompilations`` and
+    ``recompile_reasons`` (a guard failed on a frame compiled before), FX-graph and
+    AOTAutograd cache ``*_hits``/``*_misses``, and ``cudagraph_skips``.
+
+    Example:
+        >>> torch._dynamo.reset()
+        >>> f = torch.compile(lambda x: x * 2, backend="eager")
+        >>> with CompileCounts() as counts:
+        ...     _ = f(torch.ones(2)); _ = f(torch.ones(2, dtype=torch.float64))
+        >>> counts.frames, counts.recompilations
+        (2, 1)
+    """
+
+    frames: int = 0
+    graphs: int = 0
+    graph_breaks: int = 0
+    recompilations: int = 0
+    recompile_reasons: list[str] = field(default_factory=list)
+    fxgraph_cache_hits: int = 0
+    fxgraph_cache_misses: int = 0
+    fxgraph_cache_bypasses: int = 0
+    autograd_cache_hits: int = 0
+    autograd_cache_misses: int = 0
+    cudagraph_skips: int = 0
+    _before: dict[str, int] = field(default_factory=dict, repr=False)
+    _seen_metrics: set[int] = field(default_factory=set, repr=False)
+
+    def __enter__(self) -> CompileCounts:
+        # Keep enough compilation records to see every recompilation in the block.
+        if dynamo_utils._compilation_metrics.maxlen < 4096:
+            dynamo_utils.set_compilation_metrics_limit(4096)
+        self._seen_metrics = {id(m) for m in dynamo_utils.get_compilation_metrics()}
+        self._before = _snapshot()
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        after = _snapshot()
+        for name, value in after.items():
+            setattr(self, name, value - self._before[name])
+        new = [m for m in dynamo_utils.get_compilation_metrics() if id(m) not in self._seen_metrics]
+        reasons = [m.recompile_reason for m in new if m.recompile_reason]
+        self.recompilations = len(reasons)
+        self.recompile_reasons = [_first_line(r) for r in reasons]
+
+    def summary(self) -> str:
+        """The non-zero counts, one line (stable text for a compared notebook cell)."""
+        names = ["frames", "graphs", "graph_breaks", "recompilations", *list(_COUNTER_KEYS)[2:]]
+        return ", ".join(f"{n}={getattr(self, n)}" for n in dict.fromkeys(names) if getattr(self, n))

@@ -1,0 +1,125 @@
+"""The environment card printed at the top of every notebook, seeding, and precision."""
+
+from __future__ import annotations
+
+import os
+import platform
+import random
+import sys
+from importlib import metadata
+
+import torch
+
+from helpers.guard import compile_support, normalize_device
+
+
+def cpu_name() -> str:
+    """The CPU's model name, as the OS reports it (``"unknown CPU"`` if it does not).
+
+    Example:
+        >>> isinstance(cpu_name(), str)
+        True
+    """
+    try:
+        with open("/proc/cpuinfo", encoding="utf-8") as cpuinfo:
+            for line in cpuinfo:
+                if line.startswith("model name"):
+                    return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor() or platform.machine() or "unknown CPU"
+
+
+def hardware_name(device: str | torch.device | None = None) -> str:
+    """A short name for the hardware a measurement ran on, for plot titles.
+
+    Example:
+        >>> hardware_name("cpu").startswith("CPU")
+        True
+    """
+    name = normalize_device(device)
+    if name == "cuda" and torch.cuda.is_available():
+        return f"GPU: {torch.cuda.get_device_name()}"
+    if name == "mps":
+        return f"Apple GPU (MPS) on {platform.machine()}"
+    return f"CPU: {cpu_name()}, {torch.get_num_threads()} threads"
+
+
+def _version(package: str) -> str:
+    try:
+        return metadata.version(package)
+    except metadata.PackageNotFoundError:
+        return "not installed"
+
+
+def environment_card(device: str | torch.device | None = None) -> str:
+    """The versions, device and hardware a notebook ran with, as printable text.
+
+    Example:
+        >>> "torch" in environment_card("cpu")
+        True
+    """
+    name = normalize_device(device)
+    rows = {
+        "python": sys.version.split()[0],
+        "torch": torch.__version__,
+        "transformers": _version("transformers"),
+        "platform": f"{platform.system()} {platform.machine()}",
+        "device": name,
+        "hardware": hardware_name(name),
+        "cpu threads": str(torch.get_num_threads()),
+        "compile": str(compile_support(name)),
+    }
+    width = max(map(len, rows))
+    return "\n".join(f"{key:<{width}} : {value}" for key, value in rows.items())
+
+
+def seed_everything(seed: int = 0) -> None:
+    """Seed Python, NumPy (if present) and torch on every device.
+
+    Example:
+        >>> seed_everything(0); a = torch.rand(1); seed_everything(0)
+        >>> bool(a == torch.rand(1))
+        True
+    """
+    if not isinstance(seed, int) or isinstance(seed, bool) or seed < 0:
+        raise ValueError(f"seed must be a non-negative int; got {seed!r}")
+    random.seed(seed)
+    os.environ["PYTHONHASHSEED"] = str(seed)
+    try:
+        import numpy as np
+
+        np.random.seed(seed)
+    except ImportError:
+        pass
+    torch.manual_seed(seed)
+
+
+def setup_notebook(device: str | torch.device | None = None, seed: int = 0) -> str:
+    """What every notebook does first: seed, set the float32 matmul precision, pick a device.
+
+    ``torch.set_float32_matmul_precision("high")`` lets Ampere+ GPUs use TF32 and stops
+    Inductor's TF32 notice from appearing on one machine and not another. In a notebook it
+    also makes ``display(fig)`` render the helpers' figures inline. Returns the device type.
+
+    Example:
+        >>> setup_notebook("cpu")
+        'cpu'
+    """
+    name = normalize_device(device)
+    seed_everything(seed)
+    torch.set_float32_matmul_precision("high")
+    _show_figures_inline()
+    return name
+
+
+def _show_figures_inline() -> None:
+    # The plot helpers build Figures without pyplot; in a notebook, register the inline
+    # formatter so that display(fig) renders an image rather than "<Figure ...>".
+    try:
+        from IPython import get_ipython
+    except ImportError:
+        return
+    shell = get_ipython()
+    if shell is not None and hasattr(shell, "kernel"):
+        shell.run_line_magic("matplotlib", "inline")

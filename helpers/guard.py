@@ -1,0 +1,294 @@
+"""The platform guard: may ``torch.compile`` run here, and if not, why not.
+
+Everything is read when a function is called, never at import, so that tests can
+simulate another platform by patching ``torch.__version__``, ``sys.platform``,
+``sys.version_info`` and environment variables. Nothing here calls a CUDA API
+that raises on a CPU-only build of torch.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import os
+import shutil
+import sys
+import warnings
+from dataclasses import dataclass
+from typing import Any, TypeVar
+
+import torch
+from packaging.version import InvalidVersion, Version
+
+#: Device types the course knows how to compile for.
+ACCEPTED_DEVICES = ("cpu", "cuda", "mps")
+
+#: Set this environment variable to 1 to run every notebook eagerly (the escape hatch).
+DISABLE_ENV_VAR = "COURSE_DISABLE_COMPILE"
+
+#: Backends that generate code (and so need a C++ compiler or Triton).
+CODEGEN_BACKENDS = ("inductor",)
+
+# Newest Python that Dynamo supports, by the first torch release that supports it
+# (from the torch release notes). Newer torch releases are asked directly.
+_NEWEST_PYTHON_BY_TORCH = (
+    (Version("2.0"), (3, 10)),
+    (Version("2.1"), (3, 11)),
+    (Version("2.4"), (3, 12)),
+    (Version("2.6"), (3, 13)),
+    (Version("2.10"), (3, 14)),
+)
+
+_T = TypeVar("_T")
+
+
+class CompileSkippedWarning(UserWarning):
+    """Warned once by :func:`maybe_compile` when it returns the object uncompiled."""
+
+
+@dataclass(frozen=True)
+class CompileSupport:
+    """The guard's verdict: ``ok`` and a ``reason`` a learner can act on.
+
+    Example:
+        >>> verdict = CompileSupport(ok=False, reason="No C++ compiler.", device="cpu")
+        >>> bool(verdict), verdict.reason
+        (False, 'No C++ compiler.')
+    """
+
+    ok: bool
+    reason: str
+    device: str
+
+    def __bool__(self) -> bool:
+        return self.ok
+
+    def __str__(self) -> str:
+        verdict = "compile" if self.ok else "run eagerly"
+        return f"[{self.device}] {verdict}: {self.reason}"
+
+
+def best_device() -> str:
+    """The fastest device type this machine offers: ``"cuda"``, ``"mps"`` or ``"cpu"``.
+
+    Example:
+        >>> best_device() in ACCEPTED_DEVICES
+        True
+    """
+    if torch.cuda.is_available():
+        return "cuda"
+    mps = getattr(torch.backends, "mps", None)
+    if mps is not None and mps.is_available():
+        return "mps"
+    return "cpu"
+
+
+def normalize_device(device: str | torch.device | None) -> str:
+    """Turn ``None``, ``"cuda:0"`` or ``torch.device("cpu")`` into a device type name.
+
+    Raises ``ValueError`` for device types the course does not know.
+
+    Example:
+        >>> normalize_device("cuda:1")
+        'cuda'
+    """
+    if device is None:
+        return best_device()
+    if isinstance(device, torch.device):
+        name = device.type
+    elif isinstance(device, str):
+        name = device.strip().lower().split(":", 1)[0]
+    else:
+        raise TypeError(f"device must be a str, a torch.device or None; got {type(device).__name__}")
+    if name not in ACCEPTED_DEVICES:
+        accepted = ", ".join(repr(d) for d in ACCEPTED_DEVICES)
+        raise ValueError(f"device must be one of {accepted} (or None for the best available); got {device!r}")
+    return name
+
+
+def torch_version() -> Version:
+    """The installed torch version, parsed (``"2.13.0+cpu"`` becomes ``Version("2.13.0")``).
+
+    Comparing ``torch.__version__`` as a string is the classic bug: ``"10.0" >= "2"`` is False.
+
+    Example:
+        >>> torch_version() >= Version("2.0")
+        True
+    """
+    try:
+        return Version(Version(str(torch.__version__)).base_version)
+    except InvalidVersion as error:
+        raise ValueError(f"cannot parse torch.__version__ {torch.__version__!r}") from error
+
+
+def _compile_disabled_by_env() -> bool:
+    return os.environ.get(DISABLE_ENV_VAR, "").strip().lower() in {"1", "true", "yes", "on"}
+
+
+def _python_problem(version: Version) -> str | None:
+    python = tuple(sys.version_info[:2])
+    if version >= _NEWEST_PYTHON_BY_TORCH[-1][0]:
+        # Recent torch knows its own limits (torch 2.13 refuses Python 3.15+): ask it.
+        try:
+            from torch._dynamo.eval_frame import check_if_dynamo_supported
+        except ImportError:
+            return None
+        try:
+            check_if_dynamo_supported()
+        except RuntimeError as error:
+            return f"Dynamo cannot run on this Python ({error})."
+        return None
+    newest = max(py for first, py in _NEWEST_PYTHON_BY_TORCH if version >= first)
+    if python > newest:
+        return (
+            f"torch {version} cannot compile on Python {python[0]}.{python[1]}: its Dynamo "
+            f"supports Python up to {newest[0]}.{newest[1]}. Upgrade torch or use an older Python."
+        )
+    return None
+
+
+def _find_cxx(windows: bool) -> str | None:
+    configured = os.environ.get("CXX")
+    candidates = [configured] if configured else []
+    if windows:
+        candidates.append("cl")
+    elif sys.platform == "darwin":
+        candidates += ["clang++", "g++"]
+    else:
+        candidates += ["g++", "clang++", "c++"]
+    for name in candidates:
+        found = shutil.which(name)
+        if found:
+            return found
+    return None
+
+
+def _device_problem(device: str, version: Version, windows: bool, backend: str) -> str | None:
+    needs_codegen = backend in CODEGEN_BACKENDS
+    if device == "cuda":
+        if not torch.cuda.is_available():
+            build = "has no CUDA support" if torch.version.cuda is None else "sees no CUDA GPU"
+            return (
+                f"CUDA was asked for, but this torch build ({torch.__version__}) {build}. "
+                "Use device='cpu', or install a CUDA build of torch on a machine with a GPU."
+            )
+        if needs_codegen and importlib.util.find_spec("triton") is None:
+            package = "triton-windows" if windows else "triton"
+            return (
+                f"Inductor writes Triton kernels for NVIDIA GPUs and Triton is not installed "
+                f"(pip install {package})."
+            )
+        major, minor = torch.cuda.get_device_capability()
+        if needs_codegen and (major, minor) < (7, 0):
+            name = torch.cuda.get_device_name()
+            return f"Triton needs a GPU of compute capability 7.0 or newer; {name} is {major}.{minor}."
+        return None
+    if device == "mps":
+        mps = getattr(torch.backends, "mps", None)
+        if mps is None or not mps.is_available():
+            return "MPS (Apple GPU) was asked for, but torch.backends.mps.is_available() is False."
+        if needs_codegen and version < Version("2.8"):
+            return (
+                f"Inductor's Metal backend is usable from torch 2.8; this is torch {version}. "
+                "Upgrade torch or use device='cpu'."
+            )
+        return None
+    # CPU: Inductor writes C++ and needs a compiler to build it.
+    if needs_codegen and _find_cxx(windows) is None:
+        hint = (
+            "install the Visual Studio Build Tools and start from a Developer Command Prompt"
+            if windows
+            else "install one (apt install g++, or xcode-select --install on a Mac)"
+        )
+        return (
+            "Inductor compiles C++ for the CPU and no C++ compiler was found (looked at $CXX "
+            f"and the PATH); {hint}, or use backend='aot_eager'."
+        )
+    return None
+
+
+def compile_support(device: str | torch.device | None = None, backend: str = "inductor") -> CompileSupport:
+    """Decide whether ``torch.compile`` can run on ``device`` here, and say why.
+
+    Checks, in order: the course-wide off switch (``COURSE_DISABLE_COMPILE=1``), the torch
+    version (parsed, not compared as a string), Python support in Dynamo, Windows by torch
+    version, the device being present, and the code generator's toolchain (a C++ compiler
+    on the CPU, Triton on NVIDIA GPUs). A missing device is a verdict, not a crash.
+
+    Args:
+        device: ``"cpu"``, ``"cuda"``, ``"mps"`` (an index such as ``"cuda:0"`` is allowed),
+            a ``torch.device``, or ``None`` for the best device available.
+        backend: the ``torch.compile`` backend you plan to use; only ``"inductor"`` needs a
+            compiler toolchain.
+
+    Example:
+        >>> verdict = compile_support("cpu")
+        >>> isinstance(verdict.ok, bool) and verdict.reason.endswith(".")
+        True
+    """
+    name = normalize_device(device)
+    if not isinstance(backend, str) or not backend:
+        raise ValueError(f"backend must be a backend name such as 'inductor'; got {backend!r}")
+    if _compile_disabled_by_env():
+        return CompileSupport(
+            False, f"compiling is switched off by {DISABLE_ENV_VAR}=1; unset it to compile.", name
+        )
+    version = torch_version()
+    if version < Version("2.0"):
+        return CompileSupport(
+            False,
+            f"torch.compile arrived in torch 2.0 and this is torch {version}; upgrade torch.",
+            name,
+        )
+    windows = sys.platform == "win32"
+    if windows and version < Version("2.5"):
+        return CompileSupport(
+            False,
+            f"torch {version} cannot compile on Windows: Inductor supports Windows from torch 2.5 "
+            "(CPU with MSVC; NVIDIA GPUs with the triton-windows package). Upgrade torch.",
+            name,
+        )
+    problem = _python_problem(version) or _device_problem(name, version, windows, backend)
+    if problem:
+        return CompileSupport(False, problem, name)
+    python = f"{sys.version_info[0]}.{sys.version_info[1]}"
+    toolchain = {
+        "cpu": "C++ kernels (compiler found)",
+        "cuda": "Triton kernels",
+        "mps": "Metal kernels",
+    }[name]
+    if backend not in CODEGEN_BACKENDS:
+        toolchain = f"the {backend!r} backend"
+    return CompileSupport(
+        True, f"torch {version} on Python {python} can compile for {name} with {toolchain}.", name
+    )
+
+
+def maybe_compile(obj: _T, *, device: str | torch.device | None = None, **compile_kwargs: Any) -> _T:
+    """``torch.compile(obj, **compile_kwargs)`` where the guard allows it, else ``obj`` unchanged.
+
+    When compiling is not possible, one :class:`CompileSkippedWarning` gives the reason and
+    the object runs eagerly, so the notebook still works.
+
+    Example:
+        >>> square = maybe_compile(lambda x: x * x, backend="eager")
+        >>> int(square(torch.tensor(3)))
+        9
+    """
+    if not callable(obj):
+        raise TypeError(f"model_or_fn must be an nn.Module or a function; got {type(obj).__name__}")
+    verdict = compile_support(device, backend=_backend_name(compile_kwargs.get("backend")))
+    if not verdict.ok:
+        warnings.warn(
+            f"Not compiling, running eagerly: {verdict.reason}", CompileSkippedWarning, stacklevel=2
+        )
+        return obj
+    return torch.compile(obj, **compile_kwargs)
+
+
+def _backend_name(backend: Any) -> str:
+    if backend is None:
+        return "inductor"
+    if isinstance(backend, str):
+        return backend
+    # A callable backend (a custom one): it brings its own toolchain, if any.
+    return getattr(backend, "__name__", "custom")

@@ -1,0 +1,211 @@
+"""The guard on simulated platforms: torch version, Python, Windows, toolchain, devices."""
+
+from __future__ import annotations
+
+import sys
+import warnings
+
+import pytest
+import torch
+
+from helpers import guard
+from helpers.guard import CompileSkippedWarning, compile_support, maybe_compile
+
+
+@pytest.fixture
+def linux_with_compiler(monkeypatch, tmp_path):
+    """A Linux machine whose PATH holds only a fake g++ (and no CUDA, no MPS)."""
+    fake = tmp_path / "g++"
+    fake.write_text("#!/bin/sh\n")
+    fake.chmod(0o755)
+    monkeypatch.setenv("PATH", str(tmp_path))
+    monkeypatch.delenv("CXX", raising=False)
+    monkeypatch.delenv(guard.DISABLE_ENV_VAR, raising=False)
+    monkeypatch.setattr(sys, "platform", "linux")
+    monkeypatch.setattr(torch, "__version__", "2.13.0+cpu")
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: False)
+    monkeypatch.setattr(torch.backends.mps, "is_available", lambda: False)
+    return tmp_path
+
+
+def test_supported_cpu_says_why(linux_with_compiler):
+    verdict = compile_support("cpu")
+    assert verdict.ok and bool(verdict)
+    assert "2.13.0" in verdict.reason and "cpu" in verdict.reason
+
+
+def test_default_device_is_the_best_available(linux_with_compiler):
+    assert compile_support().device == "cpu"
+
+
+@pytest.mark.parametrize("old", ["1.13.1", "1.9.0+cu111", "2.0.0a0+gitabc"])
+def test_old_torch_is_refused(linux_with_compiler, monkeypatch, old):
+    monkeypatch.setattr(torch, "__version__", old)
+    verdict = compile_support("cpu")
+    assert not verdict.ok and "torch 2.0" in verdict.reason
+
+
+def test_version_is_parsed_not_compared_as_a_string(linux_with_compiler, monkeypatch):
+    monkeypatch.setattr(torch, "__version__", "10.0.0")  # "10.0.0" >= "2" is False as strings
+    assert compile_support("cpu").ok
+
+
+@pytest.mark.parametrize(
+    ("version", "ok"), [("2.1.2", False), ("2.4.1", False), ("2.5.0", True), ("2.13.0", True)]
+)
+def test_windows_by_torch_version(linux_with_compiler, monkeypatch, version, ok):
+    monkeypatch.setattr(sys, "platform", "win32")
+    monkeypatch.setattr(torch, "__version__", version)
+    # shutil.which follows Windows rules once sys.platform is win32: cl is found as cl.EXE.
+    monkeypatch.setenv("PATHEXT", ".EXE")
+    (linux_with_compiler / "cl.EXE").write_text("")
+    (linux_with_compiler / "cl.EXE").chmod(0o755)
+    verdict = compile_support("cpu")
+    assert verdict.ok is ok, verdict.reason
+    if not ok:
+        assert "Windows" in verdict.reason and "2.5" in verdict.reason
+
+
+def test_windows_without_msvc(linux_with_compiler, monkeypatch):
+    monkeypatch.setattr(sys, "platform", "win32")
+    verdict = compile_support("cpu")
+    assert not verdict.ok and "Visual Studio" in verdict.reason
+
+
+def test_no_cpp_compiler(linux_with_compiler, monkeypatch, tmp_path_factory):
+    monkeypatch.setenv("PATH", str(tmp_path_factory.mktemp("empty")))
+    verdict = compile_support("cpu")
+    assert not verdict.ok and "C++ compiler" in verdict.reason
+    # The debugging backends generate no code, so they need no compiler.
+    assert compile_support("cpu", backend="aot_eager").ok
+
+
+def test_cxx_variable_is_honoured(linux_with_compiler, monkeypatch, tmp_path_factory):
+    empty = tmp_path_factory.mktemp("empty")
+    monkeypatch.setenv("PATH", str(empty))
+    monkeypatch.setenv("CXX", str(linux_with_compiler / "g++"))
+    assert compile_support("cpu").ok
+
+
+def test_cuda_asked_for_on_a_cpu_only_build(linux_with_compiler, monkeypatch):
+    def no_cuda_api(*args, **kwargs):
+        raise AssertionError("the guard called a CUDA API that raises on CPU-only builds")
+
+    monkeypatch.setattr(torch.cuda, "get_device_capability", no_cuda_api)
+    monkeypatch.setattr(torch.cuda, "get_device_name", no_cuda_api)
+    monkeypatch.setattr(torch.version, "cuda", None)
+    verdict = compile_support("cuda")
+    assert not verdict.ok and verdict.device == "cuda"
+    assert "no CUDA support" in verdict.reason
+
+
+def test_cuda_without_triton(linux_with_compiler, monkeypatch):
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: True)
+    monkeypatch.setattr(guard.importlib.util, "find_spec", lambda name: None)
+    verdict = compile_support("cuda:0")
+    assert not verdict.ok and "Triton" in verdict.reason
+
+
+def test_old_gpu_is_refused(linux_with_compiler, monkeypatch):
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: True)
+    monkeypatch.setattr(guard.importlib.util, "find_spec", lambda name: object())
+    monkeypatch.setattr(torch.cuda, "get_device_capability", lambda *a: (6, 0))
+    monkeypatch.setattr(torch.cuda, "get_device_name", lambda *a: "Tesla P100")
+    verdict = compile_support("cuda")
+    assert not verdict.ok and "7.0" in verdict.reason and "P100" in verdict.reason
+
+
+def test_modern_gpu_with_triton(linux_with_compiler, monkeypatch):
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: True)
+    monkeypatch.setattr(guard.importlib.util, "find_spec", lambda name: object())
+    monkeypatch.setattr(torch.cuda, "get_device_capability", lambda *a: (8, 9))
+    assert compile_support("cuda").ok
+    assert compile_support(torch.device("cuda", 0)).ok
+
+
+def test_mps_missing_and_too_old(linux_with_compiler, monkeypatch):
+    assert not compile_support("mps").ok
+    monkeypatch.setattr(torch.backends.mps, "is_available", lambda: True)
+    monkeypatch.setattr(torch, "__version__", "2.6.0")
+    verdict = compile_support("mps")
+    assert not verdict.ok and "2.8" in verdict.reason
+    monkeypatch.setattr(torch, "__version__", "2.9.0")
+    assert compile_support("mps").ok
+
+
+@pytest.mark.parametrize(
+    ("torch_version", "python", "ok"),
+    [
+        ("2.0.1", (3, 11, 0), False),
+        ("2.1.0", (3, 11, 0), True),
+        ("2.3.0", (3, 12, 0), False),
+        ("2.5.0", (3, 12, 0), True),
+        ("2.13.0", (3, 15, 0), False),
+    ],
+)
+def test_python_supported_by_dynamo(linux_with_compiler, monkeypatch, torch_version, python, ok):
+    monkeypatch.setattr(torch, "__version__", torch_version)
+    monkeypatch.setattr(sys, "version_info", python)
+    verdict = compile_support("cpu")
+    assert verdict.ok is ok, verdict.reason
+    if not ok:
+        assert "Python 3." in verdict.reason
+
+
+@pytest.mark.parametrize("value", ["1", "true", "YES", "on"])
+def test_escape_hatch(linux_with_compiler, monkeypatch, value):
+    monkeypatch.setenv(guard.DISABLE_ENV_VAR, value)
+    verdict = compile_support("cpu")
+    assert not verdict.ok and guard.DISABLE_ENV_VAR in verdict.reason
+
+
+def test_escape_hatch_off_values(linux_with_compiler, monkeypatch):
+    monkeypatch.setenv(guard.DISABLE_ENV_VAR, "0")
+    assert compile_support("cpu").ok
+
+
+@pytest.mark.parametrize("bad", ["tpu", "gpu", "", "xla:0"])
+def test_unknown_device_names_the_accepted_ones(bad):
+    with pytest.raises(ValueError, match="'cpu', 'cuda', 'mps'"):
+        compile_support(bad)
+
+
+@pytest.mark.parametrize("bad", [0, 1.5, ["cpu"]])
+def test_device_of_the_wrong_type(bad):
+    with pytest.raises(TypeError, match="device must be"):
+        compile_support(bad)
+
+
+def test_bad_backend_name():
+    with pytest.raises(ValueError, match="backend"):
+        compile_support("cpu", backend="")
+
+
+def test_maybe_compile_compiles_where_supported(linux_with_compiler):
+    compiled = maybe_compile(lambda x: x + 1, device="cpu", backend="eager")
+    assert compiled is not None and int(compiled(torch.tensor(1))) == 2
+
+
+def test_maybe_compile_falls_back_with_one_warning(linux_with_compiler, monkeypatch):
+    monkeypatch.setenv(guard.DISABLE_ENV_VAR, "1")
+
+    def double(x):
+        return x * 2
+
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        result = maybe_compile(double, device="cpu")
+    assert result is double
+    assert len(caught) == 1 and issubclass(caught[0].category, CompileSkippedWarning)
+    assert guard.DISABLE_ENV_VAR in str(caught[0].message)
+
+
+def test_maybe_compile_rejects_what_cannot_be_compiled():
+    with pytest.raises(TypeError, match="model_or_fn"):
+        maybe_compile(42)
+
+
+def test_verdict_reads_the_platform_when_called(linux_with_compiler, monkeypatch):
+    assert compile_support("cpu").ok
+    monkeypatch.setattr(torch, "__version__", "1.12.0")
+    assert not compile_support("cpu").ok

@@ -1,0 +1,74 @@
+"""Structure every notebook must have, so that strict nbval really compares it."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import nbformat
+import pytest
+
+from tools.setup_cell import SETUP_TAG, colab_url, setup_cell_source
+
+NOTEBOOK_DIR = Path(__file__).resolve().parent.parent / "notebooks"
+NOTEBOOKS = sorted(NOTEBOOK_DIR.glob("*.ipynb"))
+IGNORE_MARK = "# NBVAL_IGNORE_OUTPUT"
+
+
+def _read(path: Path) -> nbformat.NotebookNode:
+    return nbformat.read(path, as_version=4)
+
+
+def test_there_are_notebooks():
+    assert NOTEBOOKS, "notebooks/ holds no notebook"
+
+
+def test_names_are_numbered_in_sequence():
+    numbers = [int(p.name[:2]) for p in NOTEBOOKS if re.match(r"\d\d_[a-z0-9_]+\.ipynb$", p.name)]
+    assert len(numbers) == len(NOTEBOOKS), "notebook names must look like 01_topic_name.ipynb"
+    assert numbers == list(range(1, len(numbers) + 1))
+
+
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.name)
+def test_committed_executed_top_to_bottom(path):
+    code = [c for c in _read(path).cells if c.cell_type == "code"]
+    counts = [c.execution_count for c in code]
+    assert None not in counts, "a code cell was never executed: nbval would not compare it"
+    assert counts == list(range(1, len(code) + 1)), "run the notebook top to bottom (make notebooks)"
+
+
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.name)
+def test_setup_cell_matches_the_template(path):
+    tagged = [c for c in _read(path).cells if SETUP_TAG in c.metadata.get("tags", [])]
+    assert len(tagged) == 1, f"exactly one cell must carry the {SETUP_TAG!r} tag"
+    assert tagged[0].source == setup_cell_source(), "run `make notebooks` to refresh the setup cell"
+
+
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.name)
+def test_anatomy(path):
+    cells = _read(path).cells
+    title = cells[0]
+    assert title.cell_type == "markdown" and title.source.startswith("# ")
+    for needed in ("Prerequisites", "Run time", colab_url(path.name)):
+        assert needed in title.source, f"the title cell must mention {needed!r}"
+    text = "\n".join(c.source for c in cells)
+    assert "## Summary" in text and "## Exercises" in text
+    index = NOTEBOOKS.index(path)
+    navigation = cells[-1].source
+    if index > 0:
+        assert NOTEBOOKS[index - 1].name in navigation, "the last cell must link the previous notebook"
+    if index + 1 < len(NOTEBOOKS):
+        assert NOTEBOOKS[index + 1].name in navigation, "the last cell must link the next notebook"
+
+
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.name)
+def test_no_hidden_failures(path):
+    for cell in _read(path).cells:
+        if cell.cell_type != "code":
+            continue
+        first_line = cell.source.splitlines()[0] if cell.source else ""
+        if "NBVAL_IGNORE_OUTPUT" in first_line:
+            assert first_line == IGNORE_MARK, "nbval needs the marker alone on the first line"
+        assert "suppress_errors = True" not in cell.source, "never hide compile failures"
+        for output in cell.get("outputs", []):
+            assert output.output_type != "error", "a committed cell raised an error"

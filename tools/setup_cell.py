@@ -1,0 +1,48 @@
+"""The setup cell every notebook starts with, generated from the one repository URL.
+
+The URL lives in pyproject.toml ([project.urls] Repository). `make notebooks` writes this
+cell into each notebook; tests/test_notebooks.py fails if a notebook's copy differs.
+"""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+SETUP_TAG = "course-setup"
+
+_TEMPLATE = """\
+# Setup. On Colab this installs the course helpers (Colab's own torch is kept); elsewhere it
+# does nothing once the course is installed (`make lab`), and falls back to ../helpers.
+import importlib.util
+import subprocess
+import sys
+from pathlib import Path
+
+COURSE_REPO = "{url}"
+if importlib.util.find_spec("helpers") is None:
+    if "google.colab" in sys.modules:
+        subprocess.run([sys.executable, "-m", "pip", "install", "-q", f"git+{{COURSE_REPO}}"], check=True)
+    elif (Path.cwd().parent / "helpers").is_dir():
+        sys.path.insert(0, str(Path.cwd().parent))"""
+
+
+def repository_url() -> str:
+    """The course repository's URL, read from pyproject.toml."""
+    text = (ROOT / "pyproject.toml").read_text(encoding="utf-8")
+    match = re.search(r'^Repository\s*=\s*"([^"]+)"', text, flags=re.MULTILINE)
+    if not match:
+        raise RuntimeError("pyproject.toml has no [project.urls] Repository entry")
+    return match.group(1)
+
+
+def setup_cell_source() -> str:
+    """The exact source of the setup cell."""
+    return _TEMPLATE.format(url=repository_url())
+
+
+def colab_url(notebook: str) -> str:
+    """The 'Open in Colab' address of a notebook in the repository."""
+    path = repository_url().removeprefix("https://github.com/")
+    return f"https://colab.research.google.com/github/{path}/blob/main/notebooks/{notebook}"
