@@ -16,8 +16,11 @@ $(STAMP): requirements.txt constraints.txt pyproject.toml
 	$(BIN)/python -c "import matplotlib.pyplot"
 	touch $(STAMP)
 
+# Jupyter refuses to start as root (containers, some cloud VMs) unless told it may.
+ALLOW_ROOT := $(if $(filter 0,$(shell id -u)),--allow-root,)
+
 lab: $(STAMP)
-	$(BIN)/jupyter lab notebooks
+	$(BIN)/jupyter lab --notebook-dir=notebooks $(ALLOW_ROOT)
 
 # Unit tests, doctests and every notebook under strict nbval (outputs compared).
 test: $(STAMP)

@@ -139,10 +139,10 @@ def gpt2_config(size: GPT2Size):
         >>> gpt2_config(gpt2_size("cpu")).n_layer
         6
     """
-    from transformers import GPT2Config
-
     if not isinstance(size, GPT2Size):
         raise TypeError(f"size must be a GPT2Size (see gpt2_size()); got {type(size).__name__}")
+    with _quiet_transformers():
+        from transformers import GPT2Config
     last_token = size.vocab_size - 1
     return GPT2Config(
         n_layer=size.n_layer,
@@ -174,11 +174,11 @@ def build_gpt2(
         >>> model.config.n_layer, model.training
         (1, False)
     """
-    from transformers import GPT2LMHeadModel
-
     name = normalize_device(device)
     size = size or gpt2_size(name)
-    with torch.random.fork_rng(devices=[]):
+    with _quiet_transformers(), torch.random.fork_rng(devices=[]):
+        from transformers import GPT2LMHeadModel
+
         torch.manual_seed(seed)
         model = GPT2LMHeadModel(gpt2_config(size))
     if via_pretrained:
@@ -211,19 +211,19 @@ def save_and_reload(model, folder: str | Path):
 
 @contextlib.contextmanager
 def _quiet_transformers() -> Iterator[None]:
-    """No progress bars (stderr noise that differs by machine) while saving and loading."""
-    from transformers.utils import logging as hf_logging
+    """No progress bars (stderr noise that differs by machine) while building and loading."""
+    with warnings.catch_warnings():
+        # tqdm.auto warns once, on import, when ipywidgets is missing, even with bars disabled.
+        warnings.filterwarnings("ignore", message="IProgress not found")
+        from transformers.utils import logging as hf_logging
 
-    was_enabled = hf_logging.is_progress_bar_enabled()
-    hf_logging.disable_progress_bar()
-    try:
-        with warnings.catch_warnings():
-            # tqdm.auto warns once when ipywidgets is missing, even with bars disabled.
-            warnings.filterwarnings("ignore", message="IProgress not found")
+        was_enabled = hf_logging.is_progress_bar_enabled()
+        hf_logging.disable_progress_bar()
+        try:
             yield
-    finally:
-        if was_enabled:
-            hf_logging.enable_progress_bar()
+        finally:
+            if was_enabled:
+                hf_logging.enable_progress_bar()
 
 
 def random_tokens(
