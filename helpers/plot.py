@@ -120,8 +120,8 @@ def break_even_chart(
         ax.axvline(crossing, color="grey", linestyle="--")
         ax.annotate(
             f"break-even at call {crossing:,}",
-            (crossing, first_call_s),
-            xytext=(6, 6),
+            (crossing, crossing * eager_s),
+            xytext=(8, -14),
             textcoords="offset points",
             fontsize=9,
         )
