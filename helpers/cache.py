@@ -1,0 +1,265 @@
+"""Measure compile-time caching honestly: each start in a fresh process with its own cache.
+
+A process that has compiled something keeps it in memory, so timing a "warm start" inside
+it would lie. ``run_compile_in_fresh_process`` runs a script in a new Python process whose
+``TORCHINDUCTOR_CACHE_DIR`` is the directory you give (the FX graph cache, the AOTAutograd
+cache and the compiled C++ kernels all live there) and returns the result the script
+reported with ``emit_result``. ``cache_counters`` reads the cache hits and misses inside the
+child, ``compile_phases`` splits a first call's compile time into Dynamo, AOTAutograd,
+Inductor and the kernel compiler, and ``describe_cache_dir`` says what a cache directory holds.
+
+This module imports only the standard library at import time (``cache_counters`` imports
+torch when called), so a child that does not compile starts fast.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+#: The prefix of the one stdout line that carries the child's result as JSON.
+RESULT_PREFIX = "@@course-result@@ "
+
+# Counter keys in torch._dynamo.utils.counters, by the name used here.
+_CACHE_COUNTERS = {
+    "fxgraph_cache_hit": ("inductor", "fxgraph_cache_hit"),
+    "fxgraph_cache_miss": ("inductor", "fxgraph_cache_miss"),
+    "autograd_cache_hit": ("aot_autograd", "autograd_cache_hit"),
+    "autograd_cache_miss": ("aot_autograd", "autograd_cache_miss"),
+}
+
+
+def cache_counters() -> dict[str, int]:
+    """FX-graph and AOTAutograd cache hits and misses counted so far in this process.
+
+    Read from ``torch._dynamo.utils.counters``; subtract two snapshots to count one step.
+
+    Example:
+        >>> sorted(cache_counters())
+        ['autograd_cache_hit', 'autograd_cache_miss', 'fxgraph_cache_hit', 'fxgraph_cache_miss']
+    """
+    from torch._dynamo.utils import counters
+
+    return {name: int(counters[group][key]) for name, (group, key) in _CACHE_COUNTERS.items()}
+
+
+def counter_delta(before: Mapping[str, int], after: Mapping[str, int]) -> dict[str, int]:
+    """``after - before`` for each counter in ``before`` (two :func:`cache_counters` snapshots).
+
+    Example:
+        >>> counter_delta({"fxgraph_cache_hit": 1}, {"fxgraph_cache_hit": 3})
+        {'fxgraph_cache_hit': 2}
+    """
+    missing = sorted(set(before) - set(after))
+    if missing:
+        raise ValueError(f"after lacks the counters {missing} that before has")
+    return {name: after[name] - before[name] for name in before}
+
+
+def emit_result(result: Mapping[str, Any]) -> None:
+    """Print ``result`` as the one JSON line :func:`run_compile_in_fresh_process` returns.
+
+    Call it once, at the end of the child script. Values must be JSON-serializable.
+
+    Example:
+        >>> emit_result({"answer": 42})
+        @@course-result@@ {"answer": 42}
+    """
+    if not isinstance(result, Mapping):
+        raise ValueError(f"result must be a mapping (e.g. a dict); got {type(result).__name__}")
+    print(RESULT_PREFIX + json.dumps(dict(result)), flush=True)
+
+
+def parse_result(stdout: str) -> dict[str, Any]:
+    """The result a child printed with :func:`emit_result` (its last such line).
+
+    Example:
+        >>> parse_result('noise\\n@@course-result@@ {"hits": 2}\\n')
+        {'hits': 2}
+    """
+    lines = [line for line in stdout.splitlines() if line.startswith(RESULT_PREFIX)]
+    if not lines:
+        raise ValueError("stdout holds no result line: did the child call emit_result(...)?")
+    return json.loads(lines[-1][len(RESULT_PREFIX) :])
+
+
+def _package_root() -> str:
+    """The folder that holds the ``helpers`` package, so the child can import it."""
+    return str(Path(__file__).resolve().parent.parent)
+
+
+def run_compile_in_fresh_process(
+    script: str | os.PathLike[str],
+    *,
+    cache_dir: str | os.PathLike[str],
+    args: Mapping[str, Any] | None = None,
+    env: Mapping[str, str] | None = None,
+    timeout_s: float = 600.0,
+) -> dict[str, Any]:
+    """Run a Python script in a new process and return the result it emitted.
+
+    ``script`` is a path to a ``.py`` file, or the script's source as a ``str``. The child
+    runs with ``sys.executable``, ``TORCHINDUCTOR_CACHE_DIR=cache_dir`` (an existing
+    directory) and the ``helpers`` package importable. ``args`` reaches it as JSON in
+    ``sys.argv[1]`` (``{}`` if not given); ``env`` adds or overrides environment variables.
+    The child must call :func:`emit_result` once. The returned dict is that result plus
+    ``"process_s"``, the child's wall-clock time from launch to exit. Its stdout and stderr
+    are captured, and shown only if it fails.
+
+    Example:
+        >>> import tempfile
+        >>> child = "import sys, json; from helpers.cache import emit_result; "
+        >>> child += "emit_result({'doubled': 2 * json.loads(sys.argv[1])['n']})"
+        >>> with tempfile.TemporaryDirectory() as folder:
+        ...     result = run_compile_in_fresh_process(child, cache_dir=folder, args={"n": 21})
+        >>> result["doubled"], result["process_s"] > 0
+        (42, True)
+    """
+    if isinstance(script, os.PathLike):
+        if not Path(script).is_file():
+            raise ValueError(f"script must be an existing file or the source as a str; got {script!r}")
+        code = Path(script).read_text(encoding="utf-8")
+    elif isinstance(script, str) and script.strip():
+        code = script
+    else:
+        raise ValueError("script must be a path (pathlib.Path) to a .py file or its non-empty source (str)")
+    if not isinstance(cache_dir, (str, os.PathLike)) or not Path(cache_dir).is_dir():
+        raise ValueError(f"cache_dir must be an existing directory; got {cache_dir!r}")
+    if args is not None and not isinstance(args, Mapping):
+        raise ValueError(f"args must be a mapping of JSON-serializable values; got {type(args).__name__}")
+    if env is not None and not (
+        isinstance(env, Mapping) and all(isinstance(k, str) and isinstance(v, str) for k, v in env.items())
+    ):
+        raise ValueError("env must be a mapping of str -> str (environment variables)")
+    if not isinstance(timeout_s, (int, float)) or isinstance(timeout_s, bool) or timeout_s <= 0:
+        raise ValueError(f"timeout_s must be a positive number of seconds; got {timeout_s!r}")
+
+    child_env = dict(os.environ)
+    child_env.update(env or {})
+    child_env["TORCHINDUCTOR_CACHE_DIR"] = str(Path(cache_dir).resolve())
+    python_path = [_package_root(), child_env.get("PYTHONPATH", "")]
+    child_env["PYTHONPATH"] = os.pathsep.join(p for p in python_path if p)
+    with tempfile.TemporaryDirectory(prefix="course-child-") as folder:
+        child = Path(folder) / "child.py"
+        child.write_text(code, encoding="utf-8")
+        start = time.perf_counter()
+        completed = subprocess.run(
+            [sys.executable, str(child), json.dumps(dict(args or {}))],
+            capture_output=True,
+            text=True,
+            env=child_env,
+            cwd=folder,
+            timeout=timeout_s,
+        )
+        process_s = time.perf_counter() - start
+    if completed.returncode != 0:
+        tail = "\n".join(completed.stderr.strip().splitlines()[-25:])
+        raise RuntimeError(f"the child process exited with code {completed.returncode}:\n{tail}")
+    try:
+        result = parse_result(completed.stdout)
+    except ValueError as error:
+        raise RuntimeError(f"{error}\nchild stdout (end):\n{completed.stdout[-2000:]}") from None
+    result["process_s"] = process_s
+    return result
+
+
+#: The phases of a first call, in the order they run (see :func:`compile_phases`).
+PHASES = {
+    "dynamo_s": "Dynamo: trace bytecode, build guards",
+    "aot_autograd_s": "AOTAutograd (and cache lookups)",
+    "inductor_s": "Inductor: lower, fuse, generate code",
+    "kernel_compile_s": "waiting for the kernel compiler",
+}
+
+
+def compile_phases(records: Sequence[Any]) -> dict[str, float]:
+    """Seconds spent in each compiler phase, summed over Dynamo's compilation records.
+
+    ``records`` are entries of ``torch._dynamo.utils.get_compilation_metrics()`` (one per
+    frame Dynamo compiled). The phases nest: the whole frame compile contains the backend
+    (AOTAutograd), which contains Inductor, which ends by waiting for the C++ (CPU) or
+    Triton (GPU) compiler to finish the kernels it started in parallel. On a cache hit
+    Inductor does not run and the backend time is the cache lookup (plus rebuilding any
+    kernel the cache did not hold). Keys: those of :data:`PHASES` and ``"total_s"``.
+
+    Example:
+        >>> from types import SimpleNamespace
+        >>> record = SimpleNamespace(entire_frame_compile_time_s=10.0, backend_compile_time_s=8.0,
+        ...                          inductor_compile_time_s=7.0, triton_compile_time_us=4_000_000)
+        >>> compile_phases([record])
+        {'dynamo_s': 2.0, 'aot_autograd_s': 1.0, 'inductor_s': 3.0, 'kernel_compile_s': 4.0, 'total_s': 10.0}
+    """
+    if isinstance(records, (str, bytes)) or not isinstance(records, Sequence):
+        raise ValueError("records must be a sequence of torch._dynamo.utils.CompilationMetrics")
+    phases = dict.fromkeys([*PHASES, "total_s"], 0.0)
+    for record in records:
+        total = getattr(record, "entire_frame_compile_time_s", None) or 0.0
+        backend = getattr(record, "backend_compile_time_s", None) or 0.0
+        inductor = getattr(record, "inductor_compile_time_s", None) or 0.0
+        kernels = (getattr(record, "triton_compile_time_us", None) or 0) / 1e6
+        phases["dynamo_s"] += max(total - backend, 0.0)
+        if inductor:
+            phases["aot_autograd_s"] += max(backend - inductor, 0.0)
+            phases["inductor_s"] += max(inductor - kernels, 0.0)
+        else:  # a cache hit: no Inductor, but kernels the cache lacks are still compiled
+            phases["aot_autograd_s"] += max(backend - kernels, 0.0)
+        phases["kernel_compile_s"] += kernels
+        phases["total_s"] += total
+    return {name: round(value, 6) for name, value in phases.items()}
+
+
+@dataclass(frozen=True)
+class CacheDirSummary:
+    """What an Inductor cache directory holds (see :func:`describe_cache_dir`).
+
+    Example:
+        >>> CacheDirSummary(fxgraph_entries=1, aotautograd_entries=1, compiled_kernels=3,
+        ...                 megabytes=1.5).fxgraph_entries
+        1
+    """
+
+    fxgraph_entries: int
+    aotautograd_entries: int
+    compiled_kernels: int
+    megabytes: float
+
+    def __str__(self) -> str:
+        return (
+            f"{self.fxgraph_entries} FX graph entries, {self.aotautograd_entries} AOTAutograd entries, "
+            f"{self.compiled_kernels} compiled kernel libraries (.so/.pyd), {self.megabytes:.1f} MB"
+        )
+
+
+def describe_cache_dir(cache_dir: str | os.PathLike[str]) -> CacheDirSummary:
+    """Count the cache entries and compiled kernel libraries under an Inductor cache directory.
+
+    Example:
+        >>> import tempfile
+        >>> with tempfile.TemporaryDirectory() as folder:
+        ...     print(describe_cache_dir(folder))
+        0 FX graph entries, 0 AOTAutograd entries, 0 compiled kernel libraries (.so/.pyd), 0.0 MB
+    """
+    if not isinstance(cache_dir, (str, os.PathLike)) or not Path(cache_dir).is_dir():
+        raise ValueError(f"cache_dir must be an existing directory; got {cache_dir!r}")
+    root = Path(cache_dir)
+    files = [p for p in root.rglob("*") if p.is_file()]
+
+    def entries(section: str) -> int:
+        return sum(1 for p in files if p.relative_to(root).parts[0] == section)
+
+    kernels = sum(1 for p in files if p.suffix in (".so", ".pyd"))
+    size = sum(p.stat().st_size for p in files)
+    return CacheDirSummary(
+        fxgraph_entries=entries("fxgraph"),
+        aotautograd_entries=entries("aotautograd"),
+        compiled_kernels=kernels,
+        megabytes=size / 1e6,
+    )

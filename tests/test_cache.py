@@ -1,0 +1,155 @@
+"""Tests for helpers.cache: fresh-process runs, result parsing, counters, phases, directory summary."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+from types import SimpleNamespace
+
+import pytest
+import torch
+
+from helpers.cache import (
+    PHASES,
+    RESULT_PREFIX,
+    cache_counters,
+    compile_phases,
+    counter_delta,
+    describe_cache_dir,
+    emit_result,
+    parse_result,
+    run_compile_in_fresh_process,
+)
+
+ECHO = """
+import json, os, sys
+from helpers.cache import emit_result
+emit_result({"args": json.loads(sys.argv[1]), "cache_dir": os.environ["TORCHINDUCTOR_CACHE_DIR"],
+             "extra": os.environ.get("COURSE_TEST_VARIABLE"), "python": sys.executable})
+"""
+
+
+def test_child_sees_its_cache_dir_args_and_env(tmp_path):
+    result = run_compile_in_fresh_process(
+        ECHO, cache_dir=tmp_path, args={"n": 3}, env={"COURSE_TEST_VARIABLE": "yes"}
+    )
+    assert result["args"] == {"n": 3}
+    assert Path(result["cache_dir"]) == tmp_path.resolve()
+    assert result["extra"] == "yes"
+    assert Path(result["python"]).name == Path(sys.executable).name
+    assert result["process_s"] > 0
+
+
+def test_script_can_be_a_path(tmp_path):
+    script = tmp_path / "child.py"
+    script.write_text(ECHO, encoding="utf-8")
+    cache = tmp_path / "cache"
+    cache.mkdir()
+    assert run_compile_in_fresh_process(script, cache_dir=cache)["args"] == {}
+
+
+def test_child_failure_raises_with_its_stderr(tmp_path):
+    with pytest.raises(RuntimeError, match="ZeroDivisionError"):
+        run_compile_in_fresh_process("1 / 0", cache_dir=tmp_path)
+
+
+def test_child_without_result_raises(tmp_path):
+    with pytest.raises(RuntimeError, match="emit_result"):
+        run_compile_in_fresh_process("print('hello')", cache_dir=tmp_path)
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "argument"),
+    [
+        ({"script": ""}, "script"),
+        ({"script": Path("/no/such/script.py")}, "script"),
+        ({"cache_dir": "/no/such/directory"}, "cache_dir"),
+        ({"args": [1, 2]}, "args"),
+        ({"env": {"A": 1}}, "env"),
+        ({"timeout_s": 0}, "timeout_s"),
+    ],
+)
+def test_bad_arguments_name_the_argument(tmp_path, kwargs, argument):
+    call = {"script": "pass", "cache_dir": tmp_path, **kwargs}
+    with pytest.raises(ValueError, match=argument):
+        run_compile_in_fresh_process(call.pop("script"), **call)
+
+
+def test_emit_and_parse_round_trip(capsys):
+    emit_result({"hits": 2, "name": "warm"})
+    printed = capsys.readouterr().out
+    assert printed.startswith(RESULT_PREFIX)
+    assert parse_result("log line\n" + printed) == {"hits": 2, "name": "warm"}
+
+
+def test_parse_takes_the_last_result_and_rejects_none():
+    text = f'{RESULT_PREFIX}{{"a": 1}}\n{RESULT_PREFIX}{{"a": 2}}\n'
+    assert parse_result(text) == {"a": 2}
+    with pytest.raises(ValueError, match="emit_result"):
+        parse_result("no result here")
+    with pytest.raises(ValueError, match="result"):
+        emit_result([1, 2])
+
+
+def test_counters_and_delta():
+    before = cache_counters()
+    assert set(before) == {
+        "fxgraph_cache_hit",
+        "fxgraph_cache_miss",
+        "autograd_cache_hit",
+        "autograd_cache_miss",
+    }
+    assert all(isinstance(v, int) for v in before.values())
+    assert counter_delta(before, before) == dict.fromkeys(before, 0)
+    with pytest.raises(ValueError, match="after"):
+        counter_delta({"fxgraph_cache_hit": 0}, {})
+
+
+def test_compile_phases_nest_and_handle_cache_hits():
+    miss = SimpleNamespace(
+        entire_frame_compile_time_s=10.0,
+        backend_compile_time_s=8.0,
+        inductor_compile_time_s=7.0,
+        triton_compile_time_us=4_000_000,
+    )
+    hit = SimpleNamespace(
+        entire_frame_compile_time_s=3.0,
+        backend_compile_time_s=1.5,
+        inductor_compile_time_s=None,
+        triton_compile_time_us=1_000_000,
+    )
+    phases = compile_phases([miss, hit])
+    assert list(phases) == [*PHASES, "total_s"]
+    assert phases == {
+        "dynamo_s": 3.5,
+        "aot_autograd_s": 1.5,
+        "inductor_s": 3.0,
+        "kernel_compile_s": 5.0,
+        "total_s": 13.0,
+    }
+    assert compile_phases([])["total_s"] == 0.0
+    with pytest.raises(ValueError, match="records"):
+        compile_phases("not records")
+
+
+def test_compile_phases_on_a_real_record():
+    records_before = len(torch._dynamo.utils.get_compilation_metrics())
+    torch.compile(lambda x: x * 3, backend="eager")(torch.ones(2))
+    phases = compile_phases(torch._dynamo.utils.get_compilation_metrics()[records_before:])
+    assert phases["total_s"] > 0
+    assert phases["inductor_s"] == 0.0  # the eager backend runs no Inductor
+
+
+def test_describe_cache_dir_counts_entries(tmp_path):
+    (tmp_path / "fxgraph" / "ab" / "key").mkdir(parents=True)
+    (tmp_path / "fxgraph" / "ab" / "key" / "entry").write_bytes(b"x" * 1000)
+    (tmp_path / "aotautograd" / "key").mkdir(parents=True)
+    (tmp_path / "aotautograd" / "key" / "entry").write_bytes(b"y")
+    (tmp_path / "cd").mkdir()
+    (tmp_path / "cd" / "kernel.so").write_bytes(b"z")
+    (tmp_path / "cd" / "kernel.cpp").write_text("// source")
+    summary = describe_cache_dir(tmp_path)
+    assert (summary.fxgraph_entries, summary.aotautograd_entries, summary.compiled_kernels) == (1, 1, 1)
+    assert summary.megabytes > 0
+    with pytest.raises(ValueError, match="cache_dir"):
+        describe_cache_dir(tmp_path / "missing")
