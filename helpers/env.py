@@ -42,7 +42,8 @@ def hardware_name(device: str | torch.device | None = None) -> str:
         return f"GPU: {torch.cuda.get_device_name()}"
     if name == "mps":
         return f"Apple GPU (MPS) on {platform.machine()}"
-    return f"CPU: {cpu_name()}, {torch.get_num_threads()} threads"
+    threads = torch.get_num_threads()
+    return f"CPU: {cpu_name()}, {threads} thread{'' if threads == 1 else 's'}"
 
 
 def _version(package: str) -> str:
