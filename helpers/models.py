@@ -190,16 +190,13 @@ def build_gpt2(
 def save_and_reload(model, folder: str | Path):
     """``model.save_pretrained(folder)`` then ``type(model).from_pretrained(folder)``.
 
-        Example:
-            >>> import contextlib
-    import tempfile
-    import warnings
-    from collections.abc import Iterator
-            >>> small = build_gpt2(gpt2_size("cpu", n_layer=1, n_embd=64, n_head=2), via_pretrained=False)
-            >>> with tempfile.TemporaryDirectory() as folder:
-            ...     again = save_and_reload(small, folder)
-            >>> torch.equal(again.lm_head.weight, small.lm_head.weight)
-            True
+    Example:
+        >>> import tempfile
+        >>> small = build_gpt2(gpt2_size("cpu", n_layer=1, n_embd=64, n_head=2), via_pretrained=False)
+        >>> with tempfile.TemporaryDirectory() as folder:
+        ...     again = save_and_reload(small, folder)
+        >>> torch.equal(again.lm_head.weight, small.lm_head.weight)
+        True
     """
     if not hasattr(model, "save_pretrained"):
         raise TypeError(f"model must be a transformers PreTrainedModel; got {type(model).__name__}")
