@@ -14,3 +14,5 @@ Importing ``helpers`` imports nothing heavy; import the modules you need.
 """
 
 __version__ = "0.1.0"
+#: Lets a notebook check that ``import helpers`` found this course's package, not a namesake.
+COURSE = "torch-compile-course"

@@ -11,9 +11,12 @@ from __future__ import annotations
 import importlib.util
 import os
 import shutil
+import subprocess
 import sys
+import tempfile
 import warnings
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any, TypeVar
 
 import torch
@@ -24,6 +27,15 @@ ACCEPTED_DEVICES = ("cpu", "cuda", "mps")
 
 #: Set this environment variable to 1 to run every notebook eagerly (the escape hatch).
 DISABLE_ENV_VAR = "COURSE_DISABLE_COMPILE"
+
+#: Set this to cpu, cuda or mps to choose the notebooks' device (the strict test run sets cpu).
+DEVICE_ENV_VAR = "COURSE_DEVICE"
+
+#: The oldest torch release the course is tested on (see requirements.txt for why).
+MIN_TORCH = "2.8"
+
+#: A code cell whose first lines hold this comment runs only where Inductor can build kernels.
+REQUIRES_INDUCTOR_MARK = "# requires: inductor"
 
 #: Backends that generate code (and so need a C++ compiler or Triton).
 CODEGEN_BACKENDS = ("inductor",)
@@ -106,18 +118,35 @@ def normalize_device(device: str | torch.device | None) -> str:
 
 
 def torch_version() -> Version:
-    """The installed torch version, parsed (``"2.13.0+cpu"`` becomes ``Version("2.13.0")``).
+    """The installed torch release, parsed, with pre-release and local tags dropped.
 
-    Comparing ``torch.__version__`` as a string is the classic bug: ``"10.0" >= "2"`` is False.
+    ``"2.13.0+cpu"`` and the NGC-style ``"2.6.0a0+ecf3bae"`` become ``Version("2.13.0")`` and
+    ``Version("2.6.0")``. The course compares *base* versions on purpose: packaging (PEP 440)
+    orders ``2.6.0a0`` before ``2.6.0``, which is right for release order, but a pre-release
+    build from the 2.6 branch already has 2.6's features, and GPU containers ship exactly
+    such builds. (``torch.__version__`` itself is a ``TorchVersion``, a ``str`` subclass that
+    compares as a version, pre-release rules included: ``"2.6.0a0+git" >= "2.6"`` is False.)
 
     Example:
         >>> torch_version() >= Version("2.0")
         True
     """
+    return parse_version(str(torch.__version__))
+
+
+def parse_version(version: str) -> Version:
+    """Parse a version string by the course's rule: the base version (no pre-release, no local tag).
+
+    Raises ``ValueError`` naming the argument when ``version`` is not a version string.
+
+    Example:
+        >>> parse_version("2.6.0a0+ecf3bae"), parse_version("10.0")
+        (<Version('2.6.0')>, <Version('10.0')>)
+    """
     try:
-        return Version(Version(str(torch.__version__)).base_version)
+        return Version(Version(str(version)).base_version)
     except InvalidVersion as error:
-        raise ValueError(f"cannot parse torch.__version__ {torch.__version__!r}") from error
+        raise ValueError(f"version must be a version string such as '2.13.0+cpu'; got {version!r}") from error
 
 
 def _compile_disabled_by_env() -> bool:
@@ -146,20 +175,74 @@ def _python_problem(version: Version) -> str | None:
     return None
 
 
-def _find_cxx(windows: bool) -> str | None:
-    configured = os.environ.get("CXX")
-    candidates = [configured] if configured else []
+def _inductor_cxx_candidates(windows: bool) -> list[str]:
+    # The names Inductor itself tries (torch._inductor.cpp_builder.get_cpp_compiler): on Windows
+    # $CXX or cl; elsewhere torch._inductor.config.cpp.cxx, which holds $CXX as it was when torch
+    # imported Inductor's config, else g++ (clang++ on macOS). `None` there means "download gcc
+    # with conda", which Inductor only does when asked to.
     if windows:
-        candidates.append("cl")
-    elif sys.platform == "darwin":
-        candidates += ["clang++", "g++"]
-    else:
-        candidates += ["g++", "clang++", "c++"]
-    for name in candidates:
-        found = shutil.which(name)
-        if found:
-            return found
-    return None
+        return [os.environ.get("CXX", "cl")]
+    from torch._inductor import config as inductor_config
+
+    configured = inductor_config.cpp.cxx
+    names = list(configured) if isinstance(configured, (list, tuple)) else [configured]
+    return [name for name in names if name]
+
+
+_PROBE_SOURCE = "int course_probe(int x) { return x + 1; }\n"
+_probe_results: dict[tuple[str, int], str | None] = {}
+
+
+def _probe_cxx(path: str, windows: bool) -> str | None:
+    """Compile a one-line C++ file with ``path``: ``None`` if it works, else what went wrong.
+
+    Cached per compiler file: finding a name is not enough (on a Mac without the command-line
+    tools, /usr/bin/clang++ is a stub that exists and fails), so the guard runs it once.
+    """
+    key = (path, os.stat(path).st_mtime_ns)
+    if key not in _probe_results:
+        with tempfile.TemporaryDirectory(prefix="course-cxx-probe-") as scratch:
+            source = Path(scratch) / "probe.cpp"
+            source.write_text(_PROBE_SOURCE)
+            if windows:
+                command = [path, "/nologo", "/c", str(source), f"/Fo{Path(scratch) / 'probe.obj'}"]
+            else:
+                command = [path, "-c", str(source), "-o", str(Path(scratch) / "probe.o")]
+            try:
+                done = subprocess.run(command, capture_output=True, text=True, timeout=120)
+            except (OSError, subprocess.SubprocessError) as error:
+                _probe_results[key] = f"{path} could not be run ({error})"
+            else:
+                lines = (done.stderr or done.stdout).strip().splitlines()
+                _probe_results[key] = (
+                    None
+                    if done.returncode == 0
+                    else f"{path} failed to compile a one-line C++ file ({(lines or ['no output'])[0]})"
+                )
+    return _probe_results[key]
+
+
+def _cxx_problem(windows: bool) -> str | None:
+    """Why Inductor cannot build CPU kernels here, or ``None`` when a compiler works."""
+    failures = []
+    for name in _inductor_cxx_candidates(windows):
+        path = shutil.which(name)
+        if path is None:
+            failures.append(f"{name} is not on the PATH")
+            continue
+        failure = _probe_cxx(path, windows)
+        if failure is None:
+            return None
+        failures.append(failure)
+    hint = (
+        "install the Visual Studio Build Tools and start Jupyter from a Developer Command Prompt"
+        if windows
+        else "install one (apt install g++; on a Mac, xcode-select --install)"
+    )
+    return (
+        "Inductor compiles C++ for the CPU and has no working C++ compiler here "
+        f"({'; '.join(failures) or 'none configured'}): {hint}, or use backend='aot_eager'."
+    )
 
 
 def _device_problem(device: str, version: Version, windows: bool, backend: str) -> str | None:
@@ -193,16 +276,8 @@ def _device_problem(device: str, version: Version, windows: bool, backend: str) 
             )
         return None
     # CPU: Inductor writes C++ and needs a compiler to build it.
-    if needs_codegen and _find_cxx(windows) is None:
-        hint = (
-            "install the Visual Studio Build Tools and start from a Developer Command Prompt"
-            if windows
-            else "install one (apt install g++, or xcode-select --install on a Mac)"
-        )
-        return (
-            "Inductor compiles C++ for the CPU and no C++ compiler was found (looked at $CXX "
-            f"and the PATH); {hint}, or use backend='aot_eager'."
-        )
+    if needs_codegen:
+        return _cxx_problem(windows)
     return None
 
 
@@ -252,7 +327,7 @@ def compile_support(device: str | torch.device | None = None, backend: str = "in
         return CompileSupport(False, problem, name)
     python = f"{sys.version_info[0]}.{sys.version_info[1]}"
     toolchain = {
-        "cpu": "C++ kernels (compiler found)",
+        "cpu": "C++ kernels (its C++ compiler works)",
         "cuda": "Triton kernels",
         "mps": "Metal kernels",
     }[name]
@@ -292,3 +367,45 @@ def _backend_name(backend: Any) -> str:
         return backend
     # A callable backend (a custom one): it brings its own toolchain, if any.
     return getattr(backend, "__name__", "custom")
+
+
+def skip_marked_cells(verdict: CompileSupport) -> bool:
+    """In a notebook, let cells marked ``# requires: inductor`` run only if ``verdict.ok``.
+
+    Where the guard says no, a marked cell does not run: it prints one line naming what it
+    skips (the text after the mark), why, and how to fix it.
+    Cells that only need Dynamo (``backend="eager"`` / ``"aot_eager"``) carry no mark and run
+    everywhere. Returns False outside IPython, where there are no cells to skip.
+
+    Example:
+        >>> skip_marked_cells(CompileSupport(False, "No C++ compiler.", "cpu"))  # not in IPython
+        False
+    """
+    if not isinstance(verdict, CompileSupport):
+        raise TypeError(
+            f"verdict must be a CompileSupport from compile_support(); got {type(verdict).__name__}"
+        )
+    try:
+        from IPython import get_ipython
+    except ImportError:
+        return False
+    shell = get_ipython()
+    if shell is None:
+        return False
+    transformers = shell.input_transformers_post
+    transformers[:] = [t for t in transformers if not getattr(t, "_course_skip", False)]
+    transformers.append(_marked_cell_skipper(verdict))
+    return True
+
+
+def _marked_cell_skipper(verdict: CompileSupport) -> Any:
+    # Stateless: IPython may transform one cell more than once.
+    def skip_if_marked(lines: list[str]) -> list[str]:
+        marks = [line.strip() for line in lines[:3] if line.strip().startswith(REQUIRES_INDUCTOR_MARK)]
+        if not marks or verdict.ok:
+            return lines
+        what = marks[0][len(REQUIRES_INDUCTOR_MARK) :].strip(" :-\u2014") or "this cell"
+        return [f"print({f'Skipped (needs Inductor): {what}. Why: {verdict.reason}'!r})\n"]
+
+    skip_if_marked._course_skip = True  # type: ignore[attr-defined]
+    return skip_if_marked

@@ -12,12 +12,21 @@ from helpers import guard
 from helpers.guard import CompileSkippedWarning, compile_support, maybe_compile
 
 
+def fake_compiler(path, works=True):
+    """A compiler that compiles (exit 0) or a stub that exists and fails, like a Mac's clang++
+    without the command-line tools."""
+    failing = 'echo "xcrun: error: invalid active developer path" >&2; exit 1'
+    path.write_text("#!/bin/sh\n" + ("exit 0" if works else failing) + "\n")
+    path.chmod(0o755)
+    return path
+
+
 @pytest.fixture
 def linux_with_compiler(monkeypatch, tmp_path):
-    """A Linux machine whose PATH holds only a fake g++ (and no CUDA, no MPS)."""
-    fake = tmp_path / "g++"
-    fake.write_text("#!/bin/sh\n")
-    fake.chmod(0o755)
+    """A Linux machine whose PATH holds only a working fake g++ (and no CUDA, no MPS)."""
+    from torch._inductor import config as inductor_config
+
+    fake_compiler(tmp_path / "g++")
     monkeypatch.setenv("PATH", str(tmp_path))
     monkeypatch.delenv("CXX", raising=False)
     monkeypatch.delenv(guard.DISABLE_ENV_VAR, raising=False)
@@ -25,7 +34,9 @@ def linux_with_compiler(monkeypatch, tmp_path):
     monkeypatch.setattr(torch, "__version__", "2.13.0+cpu")
     monkeypatch.setattr(torch.cuda, "is_available", lambda: False)
     monkeypatch.setattr(torch.backends.mps, "is_available", lambda: False)
-    return tmp_path
+    # Inductor's own search list, as it is without $CXX on Linux.
+    with inductor_config.patch({"cpp.cxx": (None, "g++")}):
+        yield tmp_path
 
 
 def test_supported_cpu_says_why(linux_with_compiler):
@@ -38,11 +49,27 @@ def test_default_device_is_the_best_available(linux_with_compiler):
     assert compile_support().device == "cpu"
 
 
-@pytest.mark.parametrize("old", ["1.13.1", "1.9.0+cu111", "2.0.0a0+gitabc"])
+@pytest.mark.parametrize("old", ["1.13.1", "1.9.0+cu111", "1.14.0a0+gitabc"])
 def test_old_torch_is_refused(linux_with_compiler, monkeypatch, old):
     monkeypatch.setattr(torch, "__version__", old)
     verdict = compile_support("cpu")
     assert not verdict.ok and "torch 2.0" in verdict.reason
+
+
+@pytest.mark.parametrize(
+    ("version", "base"), [("2.6.0a0+ecf3bae", "2.6.0"), ("2.1.0a0+git", "2.1.0"), ("2.13.0+cpu", "2.13.0")]
+)
+def test_pre_releases_count_as_their_base_version(linux_with_compiler, monkeypatch, version, base):
+    # NGC containers ship 2.6.0a0+<hash>: a build of the 2.6 branch, with 2.6's features.
+    monkeypatch.setattr(torch, "__version__", version)
+    assert guard.torch_version() == guard.parse_version(base)
+    assert compile_support("cpu").ok
+
+
+@pytest.mark.parametrize("bad", ["", "two", "2.x"])
+def test_parse_version_names_the_argument(bad):
+    with pytest.raises(ValueError, match="version must be a version string"):
+        guard.parse_version(bad)
 
 
 def test_version_is_parsed_not_compared_as_a_string(linux_with_compiler, monkeypatch):
@@ -58,8 +85,7 @@ def test_windows_by_torch_version(linux_with_compiler, monkeypatch, version, ok)
     monkeypatch.setattr(torch, "__version__", version)
     # shutil.which follows Windows rules once sys.platform is win32: cl is found as cl.EXE.
     monkeypatch.setenv("PATHEXT", ".EXE")
-    (linux_with_compiler / "cl.EXE").write_text("")
-    (linux_with_compiler / "cl.EXE").chmod(0o755)
+    fake_compiler(linux_with_compiler / "cl.EXE")
     verdict = compile_support("cpu")
     assert verdict.ok is ok, verdict.reason
     if not ok:
@@ -80,11 +106,34 @@ def test_no_cpp_compiler(linux_with_compiler, monkeypatch, tmp_path_factory):
     assert compile_support("cpu", backend="aot_eager").ok
 
 
-def test_cxx_variable_is_honoured(linux_with_compiler, monkeypatch, tmp_path_factory):
-    empty = tmp_path_factory.mktemp("empty")
-    monkeypatch.setenv("PATH", str(empty))
-    monkeypatch.setenv("CXX", str(linux_with_compiler / "g++"))
-    assert compile_support("cpu").ok
+def test_follows_inductors_own_compiler_setting(linux_with_compiler, monkeypatch, tmp_path_factory):
+    # Inductor reads $CXX into torch._inductor.config.cpp.cxx; the guard asks that, not its own list.
+    from torch._inductor import config as inductor_config
+
+    elsewhere = tmp_path_factory.mktemp("elsewhere")
+    compiler = fake_compiler(elsewhere / "my-c++")
+    monkeypatch.setenv("PATH", str(tmp_path_factory.mktemp("empty")))
+    with inductor_config.patch({"cpp.cxx": (None, str(compiler))}):
+        assert compile_support("cpu").ok
+    with inductor_config.patch({"cpp.cxx": (None, str(elsewhere / "missing-c++"))}):
+        verdict = compile_support("cpu")
+    assert not verdict.ok and "missing-c++ is not on the PATH" in verdict.reason
+
+
+def test_a_compiler_that_exists_but_fails_is_a_no(linux_with_compiler):
+    fake_compiler(linux_with_compiler / "g++", works=False)
+    verdict = compile_support("cpu")
+    assert not verdict.ok
+    assert "failed to compile" in verdict.reason and "invalid active developer path" in verdict.reason
+    assert "xcode-select --install" in verdict.reason
+
+
+def test_the_compiler_probe_runs_once(linux_with_compiler, monkeypatch):
+    calls = []
+    real_run = guard.subprocess.run
+    monkeypatch.setattr(guard.subprocess, "run", lambda *a, **k: calls.append(a) or real_run(*a, **k))
+    assert compile_support("cpu").ok and compile_support("cpu").ok
+    assert len(calls) == 1
 
 
 def test_cuda_asked_for_on_a_cpu_only_build(linux_with_compiler, monkeypatch):
@@ -182,8 +231,42 @@ def test_bad_backend_name():
 
 
 def test_maybe_compile_compiles_where_supported(linux_with_compiler):
-    compiled = maybe_compile(lambda x: x + 1, device="cpu", backend="eager")
-    assert compiled is not None and int(compiled(torch.tensor(1))) == 2
+    from helpers.counters import CompileCounts
+
+    torch._dynamo.reset()
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", CompileSkippedWarning)
+        compiled = maybe_compile(lambda x: x + 1, device="cpu", backend="eager")
+    with CompileCounts() as counts:
+        assert int(compiled(torch.tensor(1))) == 2
+    assert counts.frames == 1, "maybe_compile fell back to eager where it should compile"
+    torch._dynamo.reset()
+
+
+def test_marked_cells_are_skipped_with_the_reason():
+    no = guard.CompileSupport(False, "No C++ compiler: install g++.", "cpu")
+    yes = guard.CompileSupport(True, "fine.", "cpu")
+    cell = ["# NBVAL_IGNORE_OUTPUT\n", "# requires: inductor: timing the compiled model\n", "x = 1\n"]
+    skipped = guard._marked_cell_skipper(no)(cell)
+    namespace: dict = {}
+    import contextlib
+    import io
+
+    with contextlib.redirect_stdout(io.StringIO()) as printed:
+        exec("".join(skipped), namespace)
+    assert "x" not in namespace
+    assert printed.getvalue() == (
+        "Skipped (needs Inductor): timing the compiled model. Why: No C++ compiler: install g++.\n"
+    )
+    assert guard._marked_cell_skipper(yes)(cell) == cell
+    assert guard._marked_cell_skipper(no)(["x = 1  # requires: inductor\n"]) == [
+        "x = 1  # requires: inductor\n"
+    ]
+
+
+def test_skip_marked_cells_wants_a_verdict():
+    with pytest.raises(TypeError, match="verdict must be a CompileSupport"):
+        guard.skip_marked_cells(True)
 
 
 def test_maybe_compile_falls_back_with_one_warning(linux_with_compiler, monkeypatch):
