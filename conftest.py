@@ -1,4 +1,5 @@
-"""Give the whole test run one fresh Inductor cache, so no result leans on an earlier run."""
+"""The strict run: the reference device (CPU), and one fresh Inductor cache so no result leans on
+an earlier run."""
 
 import os
 import shutil
@@ -9,6 +10,9 @@ _fresh_cache = None
 
 def pytest_configure(config):
     global _fresh_cache
+    # Strict nbval compares outputs made on a Linux CPU: run the reference device even where a
+    # GPU is present (`make test-device` runs the notebooks lax on the best device instead).
+    os.environ.setdefault("COURSE_DEVICE", "cpu")
     if "TORCHINDUCTOR_CACHE_DIR" not in os.environ:
         _fresh_cache = tempfile.mkdtemp(prefix="course-pytest-inductor-")
         # Inherited by the notebook kernels nbval starts.

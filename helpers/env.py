@@ -10,7 +10,15 @@ from importlib import metadata
 
 import torch
 
-from helpers.guard import compile_support, normalize_device
+from helpers.guard import (
+    DEVICE_ENV_VAR,
+    MIN_TORCH,
+    compile_support,
+    normalize_device,
+    parse_version,
+    skip_marked_cells,
+    torch_version,
+)
 
 
 def cpu_name() -> str:
@@ -53,6 +61,29 @@ def _version(package: str) -> str:
         return "not installed"
 
 
+def machine_load(sample_s: float = 0.5) -> str:
+    """How busy the machine is: the 1-minute load average and the CPU use sampled right now.
+
+    Timings taken on a busy machine can be several times slower, so every environment card
+    shows this. The sample is taken while this process sleeps, so it is everyone else's load.
+
+    Example:
+        >>> "load average" in machine_load(0.1)
+        True
+    """
+    if not isinstance(sample_s, (int, float)) or not 0 < sample_s <= 10:
+        raise ValueError(f"sample_s must be a number of seconds in (0, 10]; got {sample_s!r}")
+    cpus = os.cpu_count() or 1
+    try:
+        load = f"{os.getloadavg()[0]:.2f}"
+    except (AttributeError, OSError):  # Windows has no load average
+        load = "n/a"
+    import psutil
+
+    busy = psutil.cpu_percent(interval=sample_s)
+    return f"1-min load average {load} on {cpus} CPUs; CPU busy {busy:.0f}% over {sample_s:g} s"
+
+
 def environment_card(device: str | torch.device | None = None) -> str:
     """The versions, device and hardware a notebook ran with, as printable text.
 
@@ -69,6 +100,7 @@ def environment_card(device: str | torch.device | None = None) -> str:
         "device": name,
         "hardware": hardware_name(name),
         "cpu threads": str(torch.get_num_threads()),
+        "load": machine_load(),
         "compile": str(compile_support(name)),
     }
     width = max(map(len, rows))
@@ -97,7 +129,11 @@ def seed_everything(seed: int = 0) -> None:
 
 
 def setup_notebook(device: str | torch.device | None = None, seed: int = 0) -> str:
-    """What every notebook does first: seed, set the float32 matmul precision, pick a device.
+    """What every notebook does first: pick a device, seed, set precision, apply the guard.
+
+    The device is ``device``, else ``$COURSE_DEVICE``, else the best one available. The guard's
+    verdict for it decides whether cells marked ``# requires: inductor`` run (see
+    :func:`helpers.guard.skip_marked_cells`).
 
     ``torch.set_float32_matmul_precision("high")`` lets Ampere+ GPUs use TF32 and stops
     Inductor's TF32 notice from appearing on one machine and not another. In a notebook it
@@ -107,10 +143,18 @@ def setup_notebook(device: str | torch.device | None = None, seed: int = 0) -> s
         >>> setup_notebook("cpu")
         'cpu'
     """
+    if device is None:
+        device = os.environ.get(DEVICE_ENV_VAR) or None
     name = normalize_device(device)
+    if torch_version() < parse_version(MIN_TORCH):
+        print(
+            f"This course is tested on torch >= {MIN_TORCH}; this is torch {torch.__version__}. "
+            f"Some cells may fail: pip install 'torch>={MIN_TORCH}' (on Colab: Runtime > Change runtime)."
+        )
     seed_everything(seed)
     torch.set_float32_matmul_precision("high")
     _show_figures_inline()
+    skip_marked_cells(compile_support(name))
     return name
 
 
