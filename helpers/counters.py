@@ -42,6 +42,23 @@ def _first_line(text: str) -> str:
     return text.strip().splitlines()[0] if text.strip() else text
 
 
+def short_reason(text: str) -> str:
+    """A guard-failure reason as a learner reads it: first line, no ``0/1:`` frame id, no source.
+
+    Dynamo writes ``"0/0: n == 2   # <string>:5 in <lambda>"``; the frame id and the source
+    location differ between runs and machines, the guard in the middle is the lesson.
+
+    Example:
+        >>> short_reason("0/0: n == 2                #   # <string>:5 in <lambda>")
+        'n == 2'
+    """
+    line = _first_line(text)
+    head, sep, rest = line.partition(": ")
+    if sep and all(part.isdigit() for part in head.split("/")):
+        line = rest
+    return line.split("  #")[0].split(" # ")[0].strip()
+
+
 def graph_report(fn: Callable[..., Any], *args: Any, **kwargs: Any) -> GraphReport:
     """Run ``torch._dynamo.explain(fn)(*args, **kwargs)`` and keep the countable facts.
 
@@ -94,7 +111,8 @@ class CompileCounts:
 
     Attributes (all deltas over the block): ``frames`` (Python frames compiled, one per
     compilation or recompilation), ``graphs``, ``graph_breaks``, ``recompilations`` and
-    ``recompile_reasons`` (a guard failed on a frame compiled before), FX-graph and
+    ``recompile_reasons`` (the guard that failed on a frame compiled before, as
+    :func:`short_reason` gives it), FX-graph and
     AOTAutograd cache ``*_hits``/``*_misses``, and ``cudagraph_skips``.
 
     Example:
@@ -135,7 +153,7 @@ class CompileCounts:
         new = [m for m in dynamo_utils.get_compilation_metrics() if id(m) not in self._seen_metrics]
         reasons = [m.recompile_reason for m in new if m.recompile_reason]
         self.recompilations = len(reasons)
-        self.recompile_reasons = [_first_line(r) for r in reasons]
+        self.recompile_reasons = [short_reason(r) for r in reasons]
 
     def summary(self) -> str:
         """The non-zero counts, one line (stable text for a compared notebook cell)."""
