@@ -20,12 +20,21 @@ import subprocess
 import sys
 from pathlib import Path
 
+# Working from a fork? Put its URL here.
 COURSE_REPO = "{url}"
-if importlib.util.find_spec("helpers") is None:
-    if "google.colab" in sys.modules:
-        subprocess.run([sys.executable, "-m", "pip", "install", "-q", f"git+{{COURSE_REPO}}"], check=True)
-    elif (Path.cwd().parent / "helpers").is_dir():
-        sys.path.insert(0, str(Path.cwd().parent))"""
+if importlib.util.find_spec("helpers") is None and (Path.cwd().parent / "helpers" / "guard.py").is_file():
+    sys.path.insert(0, str(Path.cwd().parent))
+if importlib.util.find_spec("helpers") is None and "google.colab" in sys.modules:
+    pip = [sys.executable, "-m", "pip", "install", "-q", f"git+{{COURSE_REPO}}"]
+    failed = subprocess.run(pip, capture_output=True, text=True).returncode
+    if failed:
+        raise SystemExit(f"Installing the course helpers from {{COURSE_REPO}} failed: check the URL (set "
+                         "COURSE_REPO to your fork's) and the runtime's network, then run this cell again.")
+import helpers  # noqa: E402
+
+if getattr(helpers, "COURSE", None) != "torch-compile-course":
+    raise SystemExit(f"`import helpers` found {{helpers.__file__}}, not this course's package: rename your "
+                     "own helpers module (or restart the runtime) and run this cell again.")"""
 
 
 def repository_url() -> str:
