@@ -4,13 +4,19 @@ VENV ?= .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: lab test unit test-fallback test-device test-compat notebooks benchmark lint install clean
+.PHONY: FORCE lab test unit test-fallback test-device test-compat notebooks benchmark lint install clean
 
 install: $(STAMP)
 
 # Installs the course with the versions it was executed and tested with (constraints.txt).
-$(STAMP): requirements.txt constraints.txt pyproject.toml
-	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
+# A .venv made by an unsupported Python (the pins need 3.11+) is rebuilt with $(PYTHON).
+SUPPORTED := import sys; sys.exit(0 if sys.version_info >= (3, 11) else "the course needs Python 3.11+: make PYTHON=python3.12 ...")
+
+VENV_PYTHON_OK := $(shell $(BIN)/python -c '$(SUPPORTED)' 2>/dev/null && echo yes)
+
+$(STAMP): requirements.txt constraints.txt pyproject.toml $(if $(VENV_PYTHON_OK),,FORCE)
+	$(BIN)/python -c '$(SUPPORTED)' 2>/dev/null || rm -rf $(VENV)
+	test -x $(BIN)/python || { $(PYTHON) -c '$(SUPPORTED)' && $(PYTHON) -m venv $(VENV); }
 	$(BIN)/python -m pip install -r requirements.txt -c constraints.txt
 	# Build matplotlib's font cache now, so its one-time notice never lands in a notebook's stderr.
 	$(BIN)/python -c "import matplotlib.pyplot"

@@ -108,7 +108,10 @@ def environment_card(device: str | torch.device | None = None) -> str:
 
 
 def seed_everything(seed: int = 0) -> None:
-    """Seed Python, NumPy (if present) and torch on every device.
+    """Seed Python's ``random``, NumPy (if present) and torch on every device.
+
+    (String hashing is seeded by ``PYTHONHASHSEED`` when the interpreter starts; setting it
+    inside a running process changes nothing, so this does not try.)
 
     Example:
         >>> seed_everything(0); a = torch.rand(1); seed_everything(0)
@@ -118,7 +121,6 @@ def seed_everything(seed: int = 0) -> None:
     if not isinstance(seed, int) or isinstance(seed, bool) or seed < 0:
         raise ValueError(f"seed must be a non-negative int; got {seed!r}")
     random.seed(seed)
-    os.environ["PYTHONHASHSEED"] = str(seed)
     try:
         import numpy as np
 

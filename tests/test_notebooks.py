@@ -13,6 +13,11 @@ from tools.setup_cell import SETUP_TAG, colab_url, setup_cell_source
 NOTEBOOK_DIR = Path(__file__).resolve().parent.parent / "notebooks"
 NOTEBOOKS = sorted(NOTEBOOK_DIR.glob("*.ipynb"))
 IGNORE_MARK = "# NBVAL_IGNORE_OUTPUT"
+# Hiding compile failures behind eager, in any spelling: config.suppress_errors = True, setattr, patch.
+SUPPRESS_ERRORS = re.compile(r"suppress_errors\W{0,6}(=|,|:)\s*(True|1)\b")
+# A path of the machine that executed the notebook, in any committed output (ignored cells too).
+MACHINE_PATH = re.compile(r"(/home/\w|/root/|/Users/\w|/work/|/var/folders/|/private/var/|[A-Z]:\\\\Users)")
+FIGURE = re.compile(r"(?<![\w.])\d+(\.\d+)?\s?(x|×|ms|s|%|GB/s|MB/s|tokens/s|steps/s)(?![\w/])")
 
 
 def _read(path: Path) -> nbformat.NotebookNode:
@@ -69,6 +74,43 @@ def test_no_hidden_failures(path):
         first_line = cell.source.splitlines()[0] if cell.source else ""
         if "NBVAL_IGNORE_OUTPUT" in first_line:
             assert first_line == IGNORE_MARK, "nbval needs the marker alone on the first line"
-        assert "suppress_errors = True" not in cell.source, "never hide compile failures"
+        assert not SUPPRESS_ERRORS.search(cell.source), "never hide compile failures"
         for output in cell.get("outputs", []):
             assert output.output_type != "error", "a committed cell raised an error"
+
+
+def test_the_suppress_errors_check_catches_every_spelling():
+    for spelling in [
+        "torch._dynamo.config.suppress_errors = True",
+        "torch._dynamo.config.suppress_errors=True",
+        'setattr(torch._dynamo.config, "suppress_errors", True)',
+        'torch._dynamo.config.patch({"suppress_errors": True})',
+        "torch._dynamo.config.patch(suppress_errors=True)",
+    ]:
+        assert SUPPRESS_ERRORS.search(spelling), spelling
+    assert not SUPPRESS_ERRORS.search("torch._dynamo.config.suppress_errors = False")
+
+
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.name)
+def test_no_machine_path_in_outputs(path):
+    for index, cell in enumerate(_read(path).cells):
+        for output in cell.get("outputs", []):
+            text = "".join(output.get("text", "")) + "".join(output.get("data", {}).get("text/plain", ""))
+            found = MACHINE_PATH.search(text)
+            assert not found, f"cell {index} prints a path of the machine that ran it: {found.group(0)!r}"
+
+
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.name)
+def test_no_measured_figure_typed_into_markdown(path):
+    # Times, speedups, percentages and rates are printed by the code that measured them.
+    for index, cell in enumerate(_read(path).cells):
+        if cell.cell_type != "markdown":
+            continue
+        prose = re.sub(r"`[^`]*`", "", cell.source)  # code spans may hold literal values
+        found = FIGURE.search(prose)
+        assert not found, f"markdown cell {index} types a measured figure: {found.group(0)!r}"
+
+
+def test_one_kernelspec_for_all_notebooks():
+    specs = {p.name: _read(p).metadata.get("kernelspec", {}).get("name") for p in NOTEBOOKS}
+    assert set(specs.values()) == {"python3"}, specs
