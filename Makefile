@@ -54,9 +54,9 @@ test-compat: $(STAMP)
 notebooks: $(STAMP)
 	$(BIN)/python tools/run_notebooks.py
 
-# Time every notebook with a cold Inductor cache; writes nothing.
+# Time every notebook with a cold Inductor cache; writes only the README's run-time table.
 benchmark: $(STAMP)
-	$(BIN)/python tools/run_notebooks.py --benchmark
+	$(BIN)/python tools/run_notebooks.py --benchmark --readme
 
 lint: $(STAMP)
 	$(BIN)/ruff check helpers tests tools notebooks conftest.py

@@ -66,7 +66,7 @@ def ensure_env(torch: str, transformers: str) -> Path:
         stamp = env / ".course-installed"
         if stamp.exists() and stamp.read_text() == digest and python.exists():
             return python
-        print(f"installing torch {torch} + transformers {transformers} into {env} (a few GB, once)", flush=True)
+        print(f"installing torch {torch} + transformers {transformers} into {env} (a few GB, once)")
         if not python.exists():
             subprocess.run([sys.executable, "-m", "venv", str(env)], check=True)
         pip = [str(python), "-m", "pip", "install", "-q", "-r", str(req), "-c", str(con)]
@@ -89,7 +89,9 @@ def run_lax(python: Path, prefixes: list[str]) -> dict:
 
 
 def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     parser.add_argument("prefixes", nargs="*", help="run only notebooks whose names start with these")
     parser.add_argument("--only", choices=sorted(COMBINATIONS), action="append", help="one combination")
     args = parser.parse_args()
@@ -106,7 +108,9 @@ def main() -> int:
         rows = report.get("rows", [])
         failures = [r for r in rows if r["failure"]]
         all_passed &= bool(rows) and not failures
-        first = f"{failures[0]['notebook']}: {failures[0]['failure']}" if failures else report.get("error", "-")
+        first = report.get("error", "-")
+        if failures:
+            first = f"{failures[0]['notebook']}: {failures[0]['failure']}"
         passing = f"{len(rows) - len(failures)}/{len(rows)}"
         print(f"| {name} | {torch} | {transformers} | {passing} | {first.replace('|', '/')} |")
     return 0 if all_passed else 1

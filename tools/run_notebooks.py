@@ -1,7 +1,7 @@
 """Execute the course notebooks top to bottom, each in a fresh kernel with a cold Inductor cache.
 
-    python tools/run_notebooks.py              # refresh the committed outputs (make notebooks)
-    python tools/run_notebooks.py --benchmark  # time them, write nothing (make benchmark)
+    python tools/run_notebooks.py              # refresh the committed outputs and the README's run times
+    python tools/run_notebooks.py --benchmark  # time them; only the README's run-time table is written
     python tools/run_notebooks.py 03 05        # only the notebooks whose names start so
     python tools/run_notebooks.py --lax --fallback disabled     # COURSE_DISABLE_COMPILE=1
     python tools/run_notebooks.py --lax --fallback no-compiler  # no C++ compiler reachable
@@ -57,6 +57,17 @@ def sync_setup_cell(notebook: nbformat.NotebookNode) -> None:
             notebook.metadata.update(COLAB_METADATA)
             return
     raise SystemExit(f"no cell tagged {SETUP_TAG!r}: add the setup cell first")
+
+
+RUN_TIME_LINE = re.compile(r"^\*\*Run time:\*\*.*$", re.MULTILINE)
+
+
+def run_time_line(seconds: float) -> str:
+    """The title cell's run-time line, written by the run that measured it (the README's table too)."""
+    return (
+        f"**Run time:** {seconds:.0f} s on a {os.cpu_count()}-CPU machine with a cold Inductor cache "
+        "(measured by `make notebooks`; see the README's run-time table)."
+    )
 
 
 def others_cpu_percent() -> float:
@@ -126,6 +137,10 @@ def run(path: Path, write: bool) -> tuple[float, str | None, int]:
             failure = _first_failure(notebook, error)
         seconds = time.perf_counter() - start
     if write:
+        title = notebook.cells[0]
+        if not RUN_TIME_LINE.search(title.source):
+            raise SystemExit(f"{path.name}: the title cell has no '**Run time:**' line")
+        title.source = RUN_TIME_LINE.sub(run_time_line(seconds), title.source, count=1)
         nbformat.write(notebook, path)
     skipped = sum(
         "".join(out.get("text", "")).count(SKIP_LINE)
@@ -143,6 +158,35 @@ def _first_failure(notebook: nbformat.NotebookNode, error: CellExecutionError) -
     return str(error).strip().splitlines()[-1][:200]
 
 
+def write_readme_table(rows: list[dict], label: str) -> None:
+    """Replace the README's run-time table (between its markers) with the one just measured."""
+    import datetime
+    import platform
+
+    from helpers.env import cpu_name
+
+    readme = ROOT / "README.md"
+    start, end = "<!-- run-times -->", "<!-- /run-times -->"
+    text = readme.read_text(encoding="utf-8")
+    if start not in text or end not in text:
+        raise SystemExit(f"README.md has no {start} ... {end} markers")
+    lines = [
+        start,
+        f"Measured by `make benchmark` on {datetime.date.today().isoformat()}: {cpu_name()}, "
+        f"{os.cpu_count()} CPUs, {platform.system()}, {label}; each notebook in a fresh kernel with "
+        "its own cold Inductor cache, on an otherwise idle machine.",
+        "",
+        "| notebook | run time |",
+        "|---|---|",
+        *(f"| {r['notebook']} | {r['seconds']:.0f} s |" for r in rows),
+        f"| total | {sum(r['seconds'] for r in rows):.0f} s |",
+        end,
+    ]
+    head, rest = text.split(start, 1)
+    readme.write_text(head + "\n".join(lines) + rest.split(end, 1)[1], encoding="utf-8")
+    print("README.md: run-time table updated")
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
@@ -154,6 +198,9 @@ def main() -> int:
         "--fallback",
         choices=["disabled", "no-compiler"],
         help="with --lax: run with COURSE_DISABLE_COMPILE=1, or with no C++ compiler reachable",
+    )
+    parser.add_argument(
+        "--readme", action="store_true", help="with --benchmark: write the run-time table into README.md"
     )
     parser.add_argument("--json", type=Path, help="with --lax: also write the results to this file")
     args = parser.parse_args()
@@ -224,6 +271,13 @@ def _run_all(paths: list[Path], args: argparse.Namespace, scratch: Path) -> int:
         print(f"C++ compiler calls with the escape hatch set: {len(compiler_calls)}")
         for call in compiler_calls[:5]:
             print("  " + call[:160])
+    # `make notebooks` measures exactly what `make benchmark` does, so both refresh the table.
+    if (
+        (args.readme or not (args.benchmark or args.lax))
+        and not any(r["failure"] for r in rows)
+        and not args.prefixes
+    ):
+        write_readme_table(rows, label)
     if args.json:
         args.json.write_text(
             json.dumps({"label": label, "rows": rows, "compiler_calls": compiler_calls}, indent=1)
