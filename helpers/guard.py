@@ -338,8 +338,8 @@ def compile_support(device: str | torch.device | None = None, backend: str = "in
     )
 
 
-def maybe_compile(obj: _T, *, device: str | torch.device | None = None, **compile_kwargs: Any) -> _T:
-    """``torch.compile(obj, **compile_kwargs)`` where the guard allows it, else ``obj`` unchanged.
+def maybe_compile(model_or_fn: _T, *, device: str | torch.device | None = None, **compile_kwargs: Any) -> _T:
+    """``torch.compile(model_or_fn, **compile_kwargs)`` where the guard allows it, else it unchanged.
 
     When compiling is not possible, one :class:`CompileSkippedWarning` gives the reason and
     the object runs eagerly, so the notebook still works.
@@ -349,15 +349,15 @@ def maybe_compile(obj: _T, *, device: str | torch.device | None = None, **compil
         >>> int(square(torch.tensor(3)))
         9
     """
-    if not callable(obj):
-        raise TypeError(f"model_or_fn must be an nn.Module or a function; got {type(obj).__name__}")
+    if not callable(model_or_fn):
+        raise TypeError(f"model_or_fn must be an nn.Module or a function; got {type(model_or_fn).__name__}")
     verdict = compile_support(device, backend=_backend_name(compile_kwargs.get("backend")))
     if not verdict.ok:
         warnings.warn(
             f"Not compiling, running eagerly: {verdict.reason}", CompileSkippedWarning, stacklevel=2
         )
-        return obj
-    return torch.compile(obj, **compile_kwargs)
+        return model_or_fn
+    return torch.compile(model_or_fn, **compile_kwargs)
 
 
 def _backend_name(backend: Any) -> str:

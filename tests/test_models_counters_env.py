@@ -123,3 +123,41 @@ def test_seed_and_setup():
     assert torch.get_float32_matmul_precision() == "high"
     with pytest.raises(ValueError, match="seed"):
         env.seed_everything(-1)
+
+
+def test_every_counter_key_moves_in_a_real_compile(tmp_path, monkeypatch):
+    # A key renamed in another torch release would read 0 forever: make each one move once.
+    from helpers.counters import _COUNTER_KEYS, CompileCounts
+    from helpers.guard import compile_support
+
+    if not compile_support("cpu").ok:
+        pytest.skip(f"needs Inductor: {compile_support('cpu').reason}")
+    monkeypatch.setenv("TORCHINDUCTOR_CACHE_DIR", str(tmp_path))
+
+    def f(x):
+        return torch.sin(x) + 1
+
+    x = torch.randn(8, requires_grad=True)
+    moved: set[str] = set()
+    for compile_kwargs in ({}, {}, {"mode": "reduce-overhead"}):  # cold, then warm, then CUDA graphs
+        torch._dynamo.reset()
+        with CompileCounts() as counts:
+            torch.compile(f, **compile_kwargs)(x).sum().backward()
+        moved |= {name for name in _COUNTER_KEYS if getattr(counts, name)}
+    torch._dynamo.reset()
+    linear = torch.nn.Linear(4, 4).eval()
+    with torch.no_grad(), torch._inductor.config.patch(freezing=True), CompileCounts() as counts:
+        torch.compile(linear)(torch.randn(2, 4))  # frozen graphs bypass the FX graph cache
+    moved |= {name for name in _COUNTER_KEYS if getattr(counts, name)}
+    torch._dynamo.reset()
+
+    def broken(x):
+        x = x + 1
+        torch._dynamo.graph_break()
+        return x * 2
+
+    with CompileCounts() as counts:
+        torch.compile(broken, backend="eager")(torch.ones(2))
+    torch._dynamo.reset()
+    assert counts.graph_breaks == 1
+    assert moved == set(_COUNTER_KEYS), f"never moved: {sorted(set(_COUNTER_KEYS) - moved)}"
