@@ -22,6 +22,7 @@ class GraphReport:
         >>> report = graph_report(lambda x: torch.sin(x) + 1, torch.randn(3))
         >>> report.graph_count, report.graph_break_count
         (1, 0)
+        >>> torch._dynamo.reset()  # free the compiled code while this example's globals exist
     """
 
     graph_count: int
@@ -72,6 +73,7 @@ def graph_report(fn: Callable[..., Any], *args: Any, **kwargs: Any) -> GraphRepo
         ...     return x * 2
         >>> graph_report(f, torch.zeros(1)).graph_break_count
         1
+        >>> torch._dynamo.reset()
     """
     if not callable(fn):
         raise TypeError(f"fn must be a function or nn.Module; got {type(fn).__name__}")
@@ -122,6 +124,7 @@ class CompileCounts:
         ...     _ = f(torch.ones(2)); _ = f(torch.ones(2, dtype=torch.float64))
         >>> counts.frames, counts.recompilations
         (2, 1)
+        >>> torch._dynamo.reset()  # free the compiled code while this example's globals exist
     """
 
     frames: int = 0

@@ -348,6 +348,7 @@ def maybe_compile(model_or_fn: _T, *, device: str | torch.device | None = None, 
         >>> square = maybe_compile(lambda x: x * x, backend="eager")
         >>> int(square(torch.tensor(3)))
         9
+        >>> torch._dynamo.reset()  # free the compiled code while this example's globals exist
     """
     if not callable(model_or_fn):
         raise TypeError(f"model_or_fn must be an nn.Module or a function; got {type(model_or_fn).__name__}")
