@@ -32,6 +32,8 @@ from typing import Any
 
 import torch
 
+from helpers.guard import CODEGEN_BACKENDS, compile_support
+
 #: Backends the demo accepts for ``torch.compile`` inside the workers.
 BACKENDS = ("eager", "aot_eager", "inductor")
 
@@ -266,12 +268,14 @@ def run_ddp_demo(
 ) -> DDPResult:
     """Launch :func:`train_on_rank` on ``nproc`` local CPU processes with ``torchrun``; return rank 0's facts.
 
-    The launcher runs in its own process group on a free port of 127.0.0.1, with
-    ``OMP_NUM_THREADS=1`` per worker (the cores are shared) and its output captured
-    (``DDPResult.log``). With ``also_without_split`` each worker then compiles once more with
-    ``torch._dynamo.config.optimize_ddp = False`` and counts the pieces again. However the
-    call ends (success, error, timeout, interrupt), no child process outlives it. Raises
-    ``RuntimeError`` with the end of the log if the run fails.
+    The launcher runs in its own process group on a free port of 127.0.0.1, in
+    :func:`launcher_env` (one OpenMP thread per worker; ``USE_LIBUV=0`` on Windows), with its
+    output captured (``DDPResult.log``). With ``also_without_split`` each worker then compiles
+    once more with ``torch._dynamo.config.optimize_ddp = False`` and counts the pieces again.
+    However the call ends (success, error, timeout, interrupt), no child process outlives it.
+    Raises ``RuntimeError`` with the end of the log if the run fails, and before starting
+    anything if ``backend="inductor"`` and the guard says Inductor cannot build kernels here
+    (``aot_eager`` and ``eager`` need no compiler and run wherever Dynamo does).
 
     A real run takes 20-40 s on 2 cores (tests/test_training.py runs one), for instance
     ``run_ddp_demo(nproc=2, steps=2, size_overrides={"n_layer": 1})``. Bad input fails at once:
@@ -289,10 +293,11 @@ def run_ddp_demo(
         raise ValueError(f"timeout_s must be a positive number of seconds; got {timeout_s!r}")
     overrides = dict(size_overrides or {})
 
-    env = dict(os.environ)
-    env["OMP_NUM_THREADS"] = "1"  # torchrun would set it too, with a notice on stderr
-    package_root = str(Path(__file__).resolve().parent.parent)
-    env["PYTHONPATH"] = os.pathsep.join(p for p in (package_root, env.get("PYTHONPATH", "")) if p)
+    if backend in CODEGEN_BACKENDS:  # the workers would build kernels: ask the guard first
+        verdict = compile_support("cpu", backend)
+        if not verdict.ok:
+            raise RuntimeError(f"backend={backend!r} cannot build kernels here: {verdict.reason}")
+    env = launcher_env()
     with tempfile.TemporaryDirectory(prefix="course-ddp-") as folder:
         out = Path(folder) / "result.json"
         command = [
@@ -349,6 +354,27 @@ def run_ddp_demo(
         process_s=process_s,
         log=log,
     )
+
+
+def launcher_env(windows: bool | None = None) -> dict[str, str]:
+    """The environment ``torchrun`` and its workers get: this one, plus what the demo needs.
+
+    One OpenMP thread per worker (the cores are shared), this package importable, and on
+    Windows (``windows=None`` asks ``os.name``) ``USE_LIBUV=0``: Windows wheels build the
+    ``TCPStore`` without libuv, and torchrun's store asks for libuv unless told otherwise
+    (``torch/distributed/elastic/utils/distributed.py`` reads ``USE_LIBUV``, default ``"1"``).
+
+    Example:
+        >>> launcher_env(windows=True)["USE_LIBUV"], launcher_env(windows=True)["OMP_NUM_THREADS"]
+        ('0', '1')
+    """
+    env = dict(os.environ)
+    env["OMP_NUM_THREADS"] = "1"  # torchrun would set it too, with a notice on stderr
+    package_root = str(Path(__file__).resolve().parent.parent)
+    env["PYTHONPATH"] = os.pathsep.join(p for p in (package_root, env.get("PYTHONPATH", "")) if p)
+    if os.name == "nt" if windows is None else windows:
+        env["USE_LIBUV"] = "0"
+    return env
 
 
 def _tail(log: str | None, lines: int = 15) -> str:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import socket
 import sys
 from pathlib import Path
@@ -96,6 +97,20 @@ def test_free_port_can_be_bound():
 def test_run_ddp_demo_rejects_bad_input(kwargs, match):
     with pytest.raises(ValueError, match=match):
         ddp_demo.run_ddp_demo(**kwargs)
+
+
+def test_launcher_env_turns_libuv_off_on_windows_only(monkeypatch):
+    monkeypatch.delenv("USE_LIBUV", raising=False)
+    assert ddp_demo.launcher_env(windows=True)["USE_LIBUV"] == "0"  # Windows wheels have no libuv
+    env = ddp_demo.launcher_env(windows=False)
+    assert "USE_LIBUV" not in env and env["OMP_NUM_THREADS"] == "1"
+    assert str(Path(ddp_demo.__file__).resolve().parent.parent) in env["PYTHONPATH"].split(os.pathsep)
+
+
+def test_run_ddp_demo_asks_the_guard_before_inductor(monkeypatch):
+    monkeypatch.setenv("COURSE_DISABLE_COMPILE", "1")
+    with pytest.raises(RuntimeError, match="COURSE_DISABLE_COMPILE"):
+        ddp_demo.run_ddp_demo(backend="inductor")  # refused before any process starts
 
 
 def _demo_processes() -> set[int]:
