@@ -47,17 +47,21 @@ def short_reason(text: str) -> str:
     """A guard-failure reason as a learner reads it: first line, no ``0/1:`` frame id, no source.
 
     Dynamo writes ``"0/0: n == 2   # <string>:5 in <lambda>"``; the frame id and the source
-    location differ between runs and machines, the guard in the middle is the lesson.
+    location differ between runs and machines (and torch 2.8 adds a "(HINT: ...)"), the guard
+    in the middle is the lesson.
 
     Example:
         >>> short_reason("0/0: n == 2                #   # <string>:5 in <lambda>")
         'n == 2'
+        >>> short_reason("0/1: self.scale == 2 (HINT: torch.compile considers integer attributes ...)")
+        'self.scale == 2'
     """
     line = _first_line(text)
     head, sep, rest = line.partition(": ")
     if sep and all(part.isdigit() for part in head.split("/")):
         line = rest
-    return line.split("  #")[0].split(" # ")[0].strip()
+    # torch 2.8 appends a long "(HINT: ...)" to some reasons; later releases do not.
+    return line.split("  #")[0].split(" # ")[0].split(" (HINT:")[0].strip()
 
 
 def graph_report(fn: Callable[..., Any], *args: Any, **kwargs: Any) -> GraphReport:
