@@ -28,6 +28,27 @@ from typing import Any
 #: The prefix of the one stdout line that carries the child's result as JSON.
 RESULT_PREFIX = "@@course-result@@ "
 
+#: Environment variables a child does not inherit: they would let a "cold" start borrow compiled
+#: code from elsewhere (Triton's own cache directory, a remote cache) or switch caches off or on,
+#: so that its hits, misses and times would depend on the machine it runs on. The names are read
+#: by torch/_inductor/config.py, torch/_functorch/config.py and torch/compiler/config.py (torch 2.8
+#: to 2.15; TORCH_COMPILE_FORCE_DISABLE_CACHES from 2.9). Pass one in ``env`` to set it on purpose.
+CACHE_ENV_VARS = (
+    "TRITON_CACHE_DIR",
+    "TORCHINDUCTOR_FX_GRAPH_CACHE",
+    "TORCHINDUCTOR_FX_GRAPH_CACHE_DEFAULT",
+    "TORCHINDUCTOR_AUTOGRAD_CACHE",
+    "TORCHINDUCTOR_FX_GRAPH_REMOTE_CACHE",
+    "TORCHINDUCTOR_AUTOGRAD_REMOTE_CACHE",
+    "TORCHINDUCTOR_AUTOTUNE_REMOTE_CACHE",
+    "TORCHINDUCTOR_BUNDLED_AUTOTUNE_REMOTE_CACHE",
+    "TORCHINDUCTOR_REDIS_HOST",
+    "TORCHINDUCTOR_REDIS_PORT",
+    "TORCHINDUCTOR_REDIS_URL",
+    "TORCHINDUCTOR_FORCE_DISABLE_CACHES",
+    "TORCH_COMPILE_FORCE_DISABLE_CACHES",
+)
+
 # Counter keys in torch._dynamo.utils.counters, by the name used here.
 _CACHE_COUNTERS = {
     "fxgraph_cache_hit": ("inductor", "fxgraph_cache_hit"),
@@ -108,8 +129,10 @@ def run_compile_in_fresh_process(
 
     ``script`` is a path to a ``.py`` file, or the script's source as a ``str``. The child
     runs with ``sys.executable``, ``TORCHINDUCTOR_CACHE_DIR=cache_dir`` (an existing
-    directory) and the ``helpers`` package importable. ``args`` reaches it as JSON in
-    ``sys.argv[1]`` (``{}`` if not given); ``env`` adds or overrides environment variables.
+    directory) and the ``helpers`` package importable. It inherits this process's environment
+    except :data:`CACHE_ENV_VARS`, so a cold start is cold on every machine. ``args`` reaches it
+    as JSON in ``sys.argv[1]`` (``{}`` if not given); ``env`` adds or overrides environment
+    variables (those of :data:`CACHE_ENV_VARS` included).
     The child must call :func:`emit_result` once. The returned dict is that result plus
     ``"process_s"``, the child's wall-clock time from launch to exit. Its stdout and stderr
     are captured, and shown only if it fails.
@@ -142,7 +165,7 @@ def run_compile_in_fresh_process(
     if not isinstance(timeout_s, (int, float)) or isinstance(timeout_s, bool) or timeout_s <= 0:
         raise ValueError(f"timeout_s must be a positive number of seconds; got {timeout_s!r}")
 
-    child_env = dict(os.environ)
+    child_env = {name: value for name, value in os.environ.items() if name not in CACHE_ENV_VARS}
     child_env.update(env or {})
     child_env["TORCHINDUCTOR_CACHE_DIR"] = str(Path(cache_dir).resolve())
     python_path = [_package_root(), child_env.get("PYTHONPATH", "")]

@@ -10,6 +10,7 @@ import pytest
 import torch
 
 from helpers.cache import (
+    CACHE_ENV_VARS,
     PHASES,
     RESULT_PREFIX,
     cache_counters,
@@ -38,6 +39,21 @@ def test_child_sees_its_cache_dir_args_and_env(tmp_path):
     assert result["extra"] == "yes"
     assert Path(result["python"]).name == Path(sys.executable).name
     assert result["process_s"] > 0
+
+
+def test_child_does_not_inherit_cache_variables(tmp_path, monkeypatch):
+    for name in CACHE_ENV_VARS:
+        monkeypatch.setenv(name, "1")
+    probe = (
+        "import os; from helpers.cache import CACHE_ENV_VARS, emit_result; "
+        "emit_result({name: os.environ.get(name) for name in CACHE_ENV_VARS})"
+    )
+    result = run_compile_in_fresh_process(
+        probe, cache_dir=tmp_path, env={"TORCHINDUCTOR_FORCE_DISABLE_CACHES": "1"}
+    )
+    del result["process_s"]
+    # Nothing inherited; what env= passes on purpose arrives.
+    assert result == {**dict.fromkeys(CACHE_ENV_VARS), "TORCHINDUCTOR_FORCE_DISABLE_CACHES": "1"}
 
 
 def test_script_can_be_a_path(tmp_path):
