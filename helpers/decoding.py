@@ -1,0 +1,464 @@
+"""Greedy decoding with a static KV cache, and what one decoding step costs in memory traffic.
+
+The boilerplate behind notebooks 08 and 09; the lesson (the decoding step and its
+``torch.compile(..., fullgraph=True)``) stays in the notebooks:
+
+- :func:`generate_static`: eager prefill, then a step function of yours once per new token,
+  with one ``StaticCache`` that can be reused across requests (``reset()``, same addresses).
+- :func:`position_inputs`: where the new token goes, in the arguments the installed
+  transformers expects (``cache_position`` on 4.x, only ``position_ids`` on 5.x).
+- :func:`decode_step_bytes`: the bytes one single-token step reads, by component.
+- :func:`last_level_cache_bytes`, :func:`working_set_past_cache` and
+  :func:`copy_bandwidth_gb_s`: the machine's side of the bandwidth bound.
+
+A step function has the signature ``step(model, token, cache, positions) -> next_token``:
+``token`` is ``(batch, 1)``, ``positions`` the dictionary from :func:`position_inputs`, and
+it returns the next token ids, ``(batch, 1)``.
+"""
+
+from __future__ import annotations
+
+import inspect
+import os
+import time
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import torch
+
+from helpers.bench import Timing, synchronize, time_call
+from helpers.counters import CompileCounts
+from helpers.guard import normalize_device
+
+#: A decoding step: ``step(model, token, cache, positions) -> next token ids (batch, 1)``.
+Step = Callable[[Any, torch.Tensor, Any, Mapping[str, torch.Tensor]], torch.Tensor]
+
+_SYS_CACHE = Path("/sys/devices/system/cpu/cpu0/cache")
+_SIZE_UNITS = {"": 1, "K": 2**10, "M": 2**20, "G": 2**30}
+
+#: How :func:`decode_step_bytes` counts each component (printed by :func:`describe_step_bytes`).
+STEP_BYTES_RULES = {
+    "blocks": "every weight of the transformer blocks, read once",
+    "final_norm": "the final layer norm",
+    "lm_head": "the whole output projection (vocabulary x width), read once",
+    "wte_row": "one row of the token embedding per sequence (a lookup, not the table)",
+    "wpe_row": "one row of the position embedding per sequence",
+    "kv_cache": "keys and values of every layer at the positions attention reads",
+}
+
+
+def last_level_cache_bytes(device: str | torch.device | None = "cpu") -> int | None:
+    """The size of the last-level cache in bytes, or ``None`` where it cannot be read.
+
+    On a CPU: the highest-level data or unified cache of CPU 0 in
+    ``/sys/devices/system/cpu/cpu0/cache`` (Linux), else ``os.sysconf`` (L3, then L2) where
+    the C library reports it. That is one cache instance, the part a core can use: CPUs
+    built from several chiplets have one such cache per chiplet. On an NVIDIA GPU: its L2
+    cache (``torch.cuda.get_device_properties``). On MPS: ``None`` (not reported).
+
+    Example:
+        >>> size = last_level_cache_bytes()
+        >>> size is None or size > 0
+        True
+    """
+    name = normalize_device(device)
+    if name == "cuda":
+        if not torch.cuda.is_available():
+            return None
+        size = getattr(torch.cuda.get_device_properties(torch.cuda.current_device()), "L2_cache_size", 0)
+        return int(size) or None
+    if name == "mps":
+        return None
+    return _sys_cache_bytes() or _sysconf_cache_bytes()
+
+
+def _parse_size(text: str) -> int | None:
+    text = text.strip().upper().removesuffix("B")
+    unit = text[-1:] if text[-1:] in _SIZE_UNITS else ""
+    number = text[: len(text) - len(unit)]
+    return int(number) * _SIZE_UNITS[unit] if number.isdigit() else None
+
+
+def _sys_cache_bytes(root: Path = _SYS_CACHE) -> int | None:
+    best: tuple[int, int] | None = None
+    for index in sorted(root.glob("index*")):
+        try:
+            level = int((index / "level").read_text())
+            kind = (index / "type").read_text().strip() if (index / "type").exists() else "Unified"
+            size = _parse_size((index / "size").read_text())
+        except (OSError, ValueError):
+            continue
+        if kind == "Instruction" or not size:
+            continue
+        if best is None or level > best[0]:
+            best = (level, size)
+    return best[1] if best else None
+
+
+def _sysconf_cache_bytes() -> int | None:
+    for key in ("SC_LEVEL3_CACHE_SIZE", "SC_LEVEL2_CACHE_SIZE"):
+        if key in getattr(os, "sysconf_names", {}):
+            try:
+                size = os.sysconf(key)
+            except (OSError, ValueError):
+                continue
+            if size and size > 0:
+                return int(size)
+    return None
+
+
+def working_set_past_cache(
+    factor: int = 4, *, device: str | torch.device | None = "cpu", minimum: int = 256 * 2**20
+) -> int:
+    """A working-set size in bytes that does not fit the last-level cache: ``factor`` times it.
+
+    At least ``minimum`` bytes; where the cache size is unknown, ``4 * minimum``. Pass it to
+    :func:`copy_bandwidth_gb_s` to measure the memory (DRAM) bandwidth, not the cache's.
+
+    Example:
+        >>> working_set_past_cache(minimum=2**20) >= 4 * (last_level_cache_bytes() or 2**20)
+        True
+    """
+    for label, value in (("factor", factor), ("minimum", minimum)):
+        if not isinstance(value, int) or isinstance(value, bool) or value < 1:
+            raise ValueError(f"{label} must be a positive int; got {value!r}")
+    cache = last_level_cache_bytes(device)
+    if cache is None:
+        return 4 * minimum
+    mib = 2**20
+    return max(minimum, -(-factor * cache // mib) * mib)  # rounded up to whole MiB
+
+
+@dataclass(frozen=True)
+class CopyBandwidth:
+    """A copy's bandwidth: ``gb_s`` over a working set of ``n_bytes`` with ``threads`` threads.
+
+    Example:
+        >>> from helpers.bench import Timing
+        >>> print(CopyBandwidth(gb_s=20.0, n_bytes=2**27, threads=1, timing=Timing("copy", (0.0067,))))
+        copy of a 128 MiB working set, 1 thread(s): 20.0 GB/s (median of 1)
+    """
+
+    gb_s: float
+    n_bytes: int
+    threads: int
+    timing: Timing
+
+    def __str__(self) -> str:
+        return (
+            f"copy of a {self.n_bytes / 2**20:,.0f} MiB working set, {self.threads} thread(s): "
+            f"{self.gb_s:.1f} GB/s (median of {self.timing.n})"
+        )
+
+
+def copy_bandwidth_gb_s(
+    n_bytes: int,
+    device: str | torch.device | None = "cpu",
+    *,
+    threads: int | None = None,
+    warmup: int = 2,
+    rounds: int = 10,
+) -> CopyBandwidth:
+    """Measure the bandwidth of copying one tensor into another, over a working set of ``n_bytes``.
+
+    The source and the (preallocated) target hold ``n_bytes / 2`` each, so the copy reads
+    half of the working set and writes the other half; GB/s counts both (as STREAM's copy
+    does): ``n_bytes / median seconds / 1e9``. Preallocating keeps allocation and first-touch
+    page faults out of the timing. Where the working set fits the last-level cache, this is
+    the cache's bandwidth; size it with :func:`working_set_past_cache` for the memory's.
+    ``threads`` sets torch's CPU thread count for the measurement (then restores it).
+
+    Example:
+        >>> result = copy_bandwidth_gb_s(2**20, rounds=3)
+        >>> result.gb_s > 0, result.n_bytes, result.timing.n
+        (True, 1048576, 3)
+    """
+    if not isinstance(n_bytes, int) or isinstance(n_bytes, bool) or n_bytes < 8:
+        raise ValueError(f"n_bytes must be an int >= 8 (the working set in bytes); got {n_bytes!r}")
+    if threads is not None and (not isinstance(threads, int) or isinstance(threads, bool) or threads < 1):
+        raise ValueError(f"threads must be a positive int or None (keep torch's setting); got {threads!r}")
+    name = normalize_device(device)
+    before = torch.get_num_threads()
+    try:
+        if threads is not None:
+            torch.set_num_threads(threads)
+        source = torch.ones(n_bytes // 8, device=name)  # float32: n_bytes / 2 per tensor
+        target = torch.empty_like(source)
+        timing = time_call(
+            lambda: target.copy_(source), name="copy", device=name, warmup=warmup, rounds=rounds
+        )
+        used = torch.get_num_threads()
+    finally:
+        torch.set_num_threads(before)
+    moved = 2 * source.numel() * source.element_size()
+    return CopyBandwidth(gb_s=moved / timing.median / 1e9, n_bytes=moved, threads=used, timing=timing)
+
+
+def _state_bytes(module: torch.nn.Module) -> int:
+    # Parameters and persistent buffers (an int8 weight stored as a buffer counts; a
+    # non-persistent mask cache such as transformers 4.x's GPT-2 `attn.bias` does not: the
+    # SDPA path never reads it). Each tensor once, even if registered under two names.
+    seen: set[int] = set()
+    total = 0
+    for tensor in module.state_dict(keep_vars=True).values():
+        if id(tensor) not in seen:
+            seen.add(id(tensor))
+            total += tensor.numel() * tensor.element_size()
+    return total
+
+
+def _gpt2_parts(model: Any) -> tuple[Any, torch.nn.Module]:
+    body = getattr(model, "transformer", None)
+    head = getattr(model, "lm_head", None)
+    if (
+        not isinstance(head, torch.nn.Module)
+        or not isinstance(body, torch.nn.Module)
+        or not all(hasattr(body, part) for part in ("h", "ln_f", "wte", "wpe"))
+    ):
+        raise TypeError(
+            "model must be a transformers GPT-2 language model (a GPT2LMHeadModel: .transformer with "
+            f".h, .ln_f, .wte, .wpe, and .lm_head); got {type(model).__name__}"
+        )
+    return body, head
+
+
+def decode_step_bytes(
+    model: Any, position: int, *, batch: int = 1, kv_dtype: torch.dtype | None = None
+) -> dict[str, int]:
+    """The bytes one single-token decoding step of a GPT-2 reads, by component.
+
+    Counted as a step reads them, not as the model stores them: every weight of the blocks,
+    the final norm and the LM head once; **one row** of the token and position embeddings
+    per sequence (a lookup, not the tables); keys and values of every layer at ``position``
+    positions. Tied weights (GPT-2 ties ``lm_head`` to ``wte``) count as read: the whole
+    matrix for the head, one row for the lookup, although stored once. Weights are the
+    modules' parameters and persistent buffers at their own dtype (an int8 weight counts one
+    byte per element). Activations are not counted (a few KB at batch 1).
+
+    Args:
+        model: a ``GPT2LMHeadModel`` (or one with the same parts).
+        position: how many cache positions the step's attention reads. A ``StaticCache``
+            step reads its whole buffer (masked): pass ``max_cache_len``. A growing cache
+            reads the tokens so far plus the new one.
+        batch: sequences decoded together (weights are read once for the whole batch).
+        kv_dtype: the cache's dtype; by default the token embedding's (the activations').
+
+    Example:
+        >>> from helpers.models import build_gpt2, gpt2_size
+        >>> size = gpt2_size("cpu", n_layer=1, n_embd=64, n_head=2, vocab_size=128, n_positions=32, seq_len=8)
+        >>> parts = decode_step_bytes(build_gpt2(size, via_pretrained=False), position=32)
+        >>> parts["lm_head"], parts["wte_row"], parts["kv_cache"]  # 128 x 64, 64, 2 x 32 x 64 floats
+        (32768, 256, 16384)
+    """
+    body, head = _gpt2_parts(model)
+    for label, value in (("position", position), ("batch", batch)):
+        if not isinstance(value, int) or isinstance(value, bool) or value < 1:
+            raise ValueError(f"{label} must be a positive int; got {value!r}")
+    if kv_dtype is not None and not isinstance(kv_dtype, torch.dtype):
+        raise TypeError(f"kv_dtype must be a torch.dtype or None; got {type(kv_dtype).__name__}")
+    config = model.config
+    wte, wpe = body.wte.weight, body.wpe.weight
+    kv_size = torch.empty((), dtype=kv_dtype or wte.dtype).element_size()
+    head_dim = config.n_embd // config.n_head
+    return {
+        "blocks": sum(_state_bytes(block) for block in body.h),
+        "final_norm": _state_bytes(body.ln_f),
+        "lm_head": _state_bytes(head),
+        "wte_row": batch * wte.shape[1] * wte.element_size(),
+        "wpe_row": batch * wpe.shape[1] * wpe.element_size(),
+        "kv_cache": 2 * config.n_layer * batch * config.n_head * position * head_dim * kv_size,
+    }
+
+
+def describe_step_bytes(parts: Mapping[str, int]) -> str:
+    """A printable table of :func:`decode_step_bytes`: each component, its MB, how it is counted.
+
+    Example:
+        >>> print(describe_step_bytes({"blocks": 2_000_000, "kv_cache": 500_000}))
+        blocks          2.00 MB  every weight of the transformer blocks, read once
+        kv_cache        0.50 MB  keys and values of every layer at the positions attention reads
+        total           2.50 MB  read by one decoding step
+    """
+    if not isinstance(parts, Mapping) or not parts:
+        raise ValueError("parts must be a non-empty mapping of component -> bytes (from decode_step_bytes)")
+    rows = [
+        f"{name:<12}{size / 1e6:>8.2f} MB  {STEP_BYTES_RULES.get(name, '')}".rstrip()
+        for name, size in parts.items()
+    ]
+    rows.append(f"{'total':<12}{sum(parts.values()) / 1e6:>8.2f} MB  read by one decoding step")
+    return "\n".join(rows)
+
+
+def takes_cache_position(model: Any) -> bool:
+    """Whether ``model.forward`` takes ``cache_position`` (transformers 4.x does; 5.x GPT-2 does not).
+
+    transformers 4.x's ``StaticCache`` writes the new keys and values at ``cache_position``
+    and, without it, computes the position from the cache's contents (a data-dependent
+    ``.sum()`` that breaks a ``fullgraph=True`` graph). In 5.x the cache counts positions
+    itself, in a tensor. transformers 5.x checks the same signature for remote-code models.
+
+    Example:
+        >>> takes_cache_position(torch.nn.Linear(2, 2))
+        False
+    """
+    forward = getattr(model, "forward", None)
+    if not callable(forward):
+        raise TypeError(f"model must be a module with a forward method; got {type(model).__name__}")
+    return "cache_position" in inspect.signature(forward).parameters
+
+
+def position_inputs(model: Any, position: torch.Tensor) -> dict[str, torch.Tensor]:
+    """The keyword arguments that place tokens at ``position`` (a 1-D tensor of positions).
+
+    ``position_ids`` always (shape ``(1, n)``), plus ``cache_position`` where ``model``
+    takes it (see :func:`takes_cache_position`). Pass them to the model's forward.
+
+    Example:
+        >>> from helpers.models import build_gpt2, gpt2_size
+        >>> model = build_gpt2(gpt2_size("cpu", n_layer=1, n_embd=32, n_head=2), via_pretrained=False)
+        >>> position_inputs(model, torch.arange(3))["position_ids"].tolist()
+        [[0, 1, 2]]
+    """
+    return _positions(position, takes_cache_position(model))
+
+
+def _positions(position: torch.Tensor, with_cache_position: bool) -> dict[str, torch.Tensor]:
+    if not isinstance(position, torch.Tensor) or position.dim() != 1:
+        raise ValueError(f"position must be a 1-D tensor of positions; got {position!r}")
+    inputs = {"position_ids": position.unsqueeze(0)}
+    if with_cache_position:
+        inputs["cache_position"] = position
+    return inputs
+
+
+def new_static_cache(model: Any, max_len: int) -> Any:
+    """A transformers ``StaticCache`` for ``model`` with room for ``max_len`` positions.
+
+    Its tensors are allocated at the first use (the prefill), on the model's device and
+    dtype. Reuse it across requests (:func:`generate_static` resets it): same addresses,
+    so CUDA graphs replay instead of re-recording, and no recompilation on releases where
+    Dynamo guards a static address.
+
+    Example:
+        >>> from helpers.models import build_gpt2, gpt2_size
+        >>> model = build_gpt2(gpt2_size("cpu", n_layer=1, n_embd=32, n_head=2), via_pretrained=False)
+        >>> new_static_cache(model, 16).layers[0].max_cache_len
+        16
+    """
+    if not isinstance(max_len, int) or isinstance(max_len, bool) or max_len < 2:
+        raise ValueError(f"max_len must be an int >= 2 (positions in the cache); got {max_len!r}")
+    from transformers import StaticCache
+
+    return StaticCache(config=model.config, max_cache_len=max_len)
+
+
+@dataclass(frozen=True)
+class Generation:
+    """What :func:`generate_static` returns.
+
+    ``tokens``: prompt and new tokens, ``(batch, prompt_len + n_new)``. ``prefill_s``: the
+    eager prefill's seconds. ``step_s``: the seconds of each decoding step (``n_new - 1``
+    of them: the prefill produces the first new token). ``graphs_per_step``: the graphs
+    Dynamo compiled during each step (0 once warm).
+
+    Example:
+        >>> g = Generation(torch.zeros(1, 5, dtype=torch.long), 0.01, (0.002, 0.001), (1, 0))
+        >>> g.n_new, g.graphs_per_step
+        (3, (1, 0))
+    """
+
+    tokens: torch.Tensor
+    prefill_s: float
+    step_s: tuple[float, ...]
+    graphs_per_step: tuple[int, ...]
+
+    @property
+    def n_new(self) -> int:
+        return len(self.step_s) + 1
+
+
+def generate_static(
+    model: Any,
+    step: Step,
+    prompt: torch.Tensor,
+    n_new: int,
+    *,
+    cache: Any = None,
+    max_len: int | None = None,
+) -> Generation:
+    """Greedy decoding with a static KV cache: eager prefill, then ``step`` once per new token.
+
+    The prefill (the prompt, any length) runs eagerly and gives the first new token; then
+    ``step(model, token, cache, positions)`` runs ``n_new - 1`` times, each timed (device
+    synchronized) and its compiled graphs counted. Positions are passed explicitly (see
+    :func:`position_inputs`), so the loop works with transformers 4.x and 5.x alike.
+    Runs under ``torch.inference_mode()``.
+
+    Args:
+        model: a transformers causal LM (the course's GPT-2).
+        step: the decoding step, eager or compiled (signature in the module docstring).
+        prompt: token ids, ``(batch, prompt_len)``, on the model's device.
+        n_new: tokens to generate (>= 1).
+        cache: a ``StaticCache`` to reuse (it is ``reset()`` first); by default a new one.
+        max_len: room of a new cache (default ``prompt_len + n_new``); ignored with ``cache``.
+
+    Example:
+        >>> from helpers.models import build_gpt2, gpt2_size, random_tokens
+        >>> size = gpt2_size("cpu", n_layer=1, n_embd=32, n_head=2, vocab_size=64, n_positions=32, seq_len=8)
+        >>> model = build_gpt2(size, via_pretrained=False)
+        >>> def step(model, token, cache, positions):
+        ...     logits = model(input_ids=token, past_key_values=cache, use_cache=True, **positions).logits
+        ...     return logits[:, -1].argmax(dim=-1, keepdim=True)
+        >>> out = generate_static(model, step, random_tokens(size, batch=1, seq_len=5), 4)
+        >>> tuple(out.tokens.shape), len(out.step_s), out.graphs_per_step
+        ((1, 9), 3, (0, 0, 0))
+    """
+    if not callable(step):
+        raise TypeError(
+            f"step must be callable as step(model, token, cache, positions); got {type(step).__name__}"
+        )
+    if not isinstance(prompt, torch.Tensor) or prompt.dim() != 2 or prompt.dtype != torch.long:
+        got = (
+            f"{tuple(prompt.shape)} {prompt.dtype}"
+            if isinstance(prompt, torch.Tensor)
+            else type(prompt).__name__
+        )
+        raise ValueError(f"prompt must be a (batch, prompt_len) tensor of token ids (torch.long); got {got}")
+    if not isinstance(n_new, int) or isinstance(n_new, bool) or n_new < 1:
+        raise ValueError(f"n_new must be a positive int; got {n_new!r}")
+    prompt_len = prompt.shape[1]
+    reuse = cache is not None
+    if cache is None:
+        cache = new_static_cache(model, prompt_len + n_new if max_len is None else max_len)
+    room = cache.layers[0].max_cache_len
+    if room < prompt_len + n_new:
+        name = "max_len" if max_len is not None else "cache"
+        raise ValueError(f"{name} holds {room} positions; prompt ({prompt_len}) + n_new ({n_new}) need more")
+    with_cache_position = takes_cache_position(model)
+    device = prompt.device
+    with torch.inference_mode():
+        if reuse:
+            cache.reset()  # the same tensors, zeroed: nothing the compiled step guards on changes
+        synchronize(device.type)
+        start = time.perf_counter()
+        positions = _positions(torch.arange(prompt_len, device=device), with_cache_position)
+        logits = model(input_ids=prompt, past_key_values=cache, use_cache=True, **positions).logits
+        token = logits[:, -1].argmax(dim=-1, keepdim=True)
+        synchronize(device.type)
+        prefill_s = time.perf_counter() - start
+        tokens, seconds, graphs = [token], [], []
+        position = torch.tensor([prompt_len], device=device)
+        for _ in range(n_new - 1):
+            positions = _positions(position, with_cache_position)
+            with CompileCounts() as counts:
+                synchronize(device.type)
+                start = time.perf_counter()
+                token = step(model, token, cache, positions).clone()  # clone: CUDA graphs reuse outputs
+                synchronize(device.type)
+                seconds.append(time.perf_counter() - start)
+            graphs.append(counts.graphs)
+            tokens.append(token)
+            position = position + 1
+    return Generation(torch.cat([prompt, *tokens], dim=1), prefill_s, tuple(seconds), tuple(graphs))

@@ -1,0 +1,268 @@
+"""Static-cache decoding, the bytes a decoding step reads, the cache size and the copy bandwidth."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+
+from helpers import decoding
+from helpers.counters import CompileCounts
+from helpers.models import build_gpt2, gpt2_config, gpt2_size, random_tokens
+
+SIZE = gpt2_size("cpu", n_layer=2, n_embd=32, n_head=2, vocab_size=64, n_positions=48, seq_len=8)
+
+
+@pytest.fixture(scope="module")
+def model():
+    gpt2 = build_gpt2(SIZE, via_pretrained=False)
+    gpt2.config.tie_word_embeddings = False  # varied tokens: a wrong position would show
+    generator = torch.Generator().manual_seed(0)
+    head = torch.randn(gpt2.lm_head.weight.shape, generator=generator)
+    gpt2.lm_head.weight = torch.nn.Parameter(head)
+    return gpt2
+
+
+@pytest.fixture
+def fresh_dynamo():
+    torch._dynamo.reset()
+    yield
+    torch._dynamo.reset()  # no compiled function left alive for interpreter exit
+
+
+def greedy_step(model, token, cache, positions):
+    logits = model(input_ids=token, past_key_values=cache, use_cache=True, **positions).logits
+    return logits[:, -1].argmax(dim=-1, keepdim=True)
+
+
+# --- the cache size -------------------------------------------------------------------------
+
+
+def _fake_cache_dir(root, entries):
+    for i, (level, kind, size) in enumerate(entries):
+        index = root / f"index{i}"
+        index.mkdir()
+        (index / "level").write_text(f"{level}\n")
+        (index / "type").write_text(f"{kind}\n")
+        (index / "size").write_text(f"{size}\n")
+    return root
+
+
+def test_sys_cache_takes_the_highest_data_or_unified_level(tmp_path):
+    root = _fake_cache_dir(
+        tmp_path,
+        [(1, "Data", "48K"), (1, "Instruction", "32K"), (2, "Unified", "1024K"), (3, "Unified", "32768K")],
+    )
+    assert decoding._sys_cache_bytes(root) == 32 * 2**20
+
+
+def test_sys_cache_skips_instruction_caches_and_bad_entries(tmp_path):
+    root = _fake_cache_dir(tmp_path, [(1, "Data", "48K"), (2, "Instruction", "64M"), (3, "Unified", "junk")])
+    assert decoding._sys_cache_bytes(root) == 48 * 2**10
+    assert decoding._sys_cache_bytes(tmp_path / "missing") is None
+
+
+@pytest.mark.parametrize(
+    ("text", "size"), [("32768K", 2**25), ("1M", 2**20), ("512", 512), ("2GB", 2**31), ("x", None)]
+)
+def test_parse_size(text, size):
+    assert decoding._parse_size(text) == size
+
+
+def test_last_level_cache_falls_back_to_sysconf_then_none(monkeypatch, tmp_path):
+    monkeypatch.setattr(decoding, "_SYS_CACHE", tmp_path / "missing")
+    monkeypatch.setattr(decoding, "_sys_cache_bytes", lambda root=tmp_path: None)
+    monkeypatch.setattr(decoding.os, "sysconf_names", {"SC_LEVEL3_CACHE_SIZE": 1}, raising=False)
+    monkeypatch.setattr(decoding.os, "sysconf", lambda key: 8 * 2**20, raising=False)
+    assert decoding.last_level_cache_bytes("cpu") == 8 * 2**20
+    monkeypatch.setattr(decoding.os, "sysconf", lambda key: 0, raising=False)
+    assert decoding.last_level_cache_bytes("cpu") is None
+    monkeypatch.setattr(decoding.os, "sysconf_names", {}, raising=False)
+    assert decoding.last_level_cache_bytes("cpu") is None
+
+
+def test_last_level_cache_on_gpus_without_one(monkeypatch):
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: False)
+    assert decoding.last_level_cache_bytes("cuda") is None
+    assert decoding.last_level_cache_bytes("mps") is None
+    with pytest.raises(ValueError, match="device"):
+        decoding.last_level_cache_bytes("tpu")
+
+
+def test_working_set_past_cache(monkeypatch):
+    monkeypatch.setattr(decoding, "last_level_cache_bytes", lambda device="cpu": 260 * 10**6)
+    size = decoding.working_set_past_cache()
+    assert size >= 4 * 260 * 10**6 and size % 2**20 == 0 and size - 4 * 260 * 10**6 < 2**20
+    monkeypatch.setattr(decoding, "last_level_cache_bytes", lambda device="cpu": 32 * 2**20)
+    assert decoding.working_set_past_cache() == 256 * 2**20  # the minimum
+    assert decoding.working_set_past_cache(factor=16) == 512 * 2**20
+    monkeypatch.setattr(decoding, "last_level_cache_bytes", lambda device="cpu": None)
+    assert decoding.working_set_past_cache(minimum=2**20) == 4 * 2**20
+    with pytest.raises(ValueError, match="factor"):
+        decoding.working_set_past_cache(factor=0)
+    with pytest.raises(ValueError, match="minimum"):
+        decoding.working_set_past_cache(minimum=-1)
+
+
+# --- the copy bandwidth ---------------------------------------------------------------------
+
+
+def test_copy_bandwidth_counts_read_and_write_and_restores_threads():
+    before = torch.get_num_threads()
+    result = decoding.copy_bandwidth_gb_s(2**20, threads=1, warmup=1, rounds=2)
+    assert torch.get_num_threads() == before
+    assert result.threads == 1 and result.n_bytes == 2**20 and result.timing.n == 2
+    assert result.gb_s == pytest.approx(2**20 / result.timing.median / 1e9)
+    assert "1 MiB working set, 1 thread(s)" in str(result)
+
+
+@pytest.mark.parametrize(("kwargs", "name"), [({"n_bytes": 4}, "n_bytes"), ({"n_bytes": 2.0**20}, "n_bytes")])
+def test_copy_bandwidth_rejects_bad_sizes(kwargs, name):
+    with pytest.raises(ValueError, match=name):
+        decoding.copy_bandwidth_gb_s(**kwargs)
+
+
+def test_copy_bandwidth_rejects_bad_threads_and_devices():
+    with pytest.raises(ValueError, match="threads"):
+        decoding.copy_bandwidth_gb_s(2**10, threads=0)
+    with pytest.raises(ValueError, match="device"):
+        decoding.copy_bandwidth_gb_s(2**10, device="tpu")
+
+
+# --- the bytes a decoding step reads --------------------------------------------------------
+
+
+def test_decode_step_bytes_counts_rows_not_tables(model):
+    parts = decoding.decode_step_bytes(model, position=40)
+    d, v, layers = SIZE.n_embd, SIZE.vocab_size, SIZE.n_layer
+    per_block = 12 * d * d + 13 * d  # attention and MLP weights and biases, two layer norms
+    assert parts == {
+        "blocks": layers * per_block * 4,
+        "final_norm": 2 * d * 4,
+        "lm_head": v * d * 4,
+        "wte_row": d * 4,
+        "wpe_row": d * 4,
+        "kv_cache": 2 * layers * 40 * d * 4,
+    }
+    weights = sum(p.numel() * p.element_size() for p in model.parameters())
+    tables = (v + SIZE.n_positions) * d * 4
+    assert sum(parts.values()) == weights - tables + 2 * d * 4 + parts["kv_cache"]
+
+
+def test_decode_step_bytes_scales_with_batch_and_dtype(model):
+    one = decoding.decode_step_bytes(model, position=10)
+    four = decoding.decode_step_bytes(model, position=10, batch=4, kv_dtype=torch.bfloat16)
+    assert four["blocks"] == one["blocks"] and four["lm_head"] == one["lm_head"]
+    assert four["wte_row"] == 4 * one["wte_row"]
+    assert four["kv_cache"] == 4 * one["kv_cache"] // 2
+
+
+def test_decode_step_bytes_counts_tied_weights_as_read():
+    tied = build_gpt2(SIZE, via_pretrained=False)
+    assert tied.lm_head.weight is tied.transformer.wte.weight
+    parts = decoding.decode_step_bytes(tied, position=8)
+    assert parts["lm_head"] == SIZE.vocab_size * SIZE.n_embd * 4  # read whole, though stored once
+    assert parts["wte_row"] == SIZE.n_embd * 4
+
+
+def test_decode_step_bytes_skips_non_persistent_buffers_and_counts_int8_buffers(model):
+    before = decoding.decode_step_bytes(model, position=8)["blocks"]
+    block = model.transformer.h[0]
+    block.register_buffer("mask_cache", torch.ones(64, 64), persistent=False)
+    block.register_buffer("int8_weight", torch.ones(10, 10, dtype=torch.int8))
+    try:
+        assert decoding.decode_step_bytes(model, position=8)["blocks"] == before + 100
+    finally:
+        del block.mask_cache, block.int8_weight
+
+
+def test_decode_step_bytes_errors(model):
+    with pytest.raises(TypeError, match="model must be a transformers GPT-2"):
+        decoding.decode_step_bytes(torch.nn.Linear(2, 2), position=4)
+    with pytest.raises(ValueError, match="position"):
+        decoding.decode_step_bytes(model, position=0)
+    with pytest.raises(ValueError, match="batch"):
+        decoding.decode_step_bytes(model, position=4, batch=True)
+    with pytest.raises(TypeError, match="kv_dtype"):
+        decoding.decode_step_bytes(model, position=4, kv_dtype="float32")
+
+
+def test_describe_step_bytes(model):
+    text = decoding.describe_step_bytes(decoding.decode_step_bytes(model, position=8))
+    lines = text.splitlines()
+    assert len(lines) == 7 and lines[-1].startswith("total")
+    assert "one row of the token embedding" in text
+    with pytest.raises(ValueError, match="parts"):
+        decoding.describe_step_bytes({})
+
+
+# --- positions and the decoding loop --------------------------------------------------------
+
+
+class _TakesCachePosition(torch.nn.Module):
+    def forward(self, input_ids, cache_position=None):
+        return input_ids
+
+
+def test_position_inputs_follow_the_forward_signature(model):
+    position = torch.tensor([5])
+    with_cache = decoding.position_inputs(_TakesCachePosition(), position)
+    assert set(with_cache) == {"position_ids", "cache_position"}
+    assert with_cache["position_ids"].tolist() == [[5]]
+    expected = {"position_ids"} | ({"cache_position"} if decoding.takes_cache_position(model) else set())
+    assert set(decoding.position_inputs(model, position)) == expected
+    with pytest.raises(ValueError, match="position"):
+        decoding.position_inputs(model, torch.tensor(5))
+    with pytest.raises(TypeError, match="model"):
+        decoding.takes_cache_position(object())
+
+
+def test_generate_static_matches_a_full_recompute(model):
+    prompt = random_tokens(SIZE, batch=1, seq_len=6)
+    sequence = prompt
+    with torch.inference_mode():  # the reference: the whole sequence through the model, no cache
+        for _ in range(10):
+            next_token = model(sequence).logits[:, -1].argmax(dim=-1, keepdim=True)
+            sequence = torch.cat([sequence, next_token], dim=1)
+    result = decoding.generate_static(model, greedy_step, prompt, 10)
+    assert torch.equal(result.tokens, sequence)
+    assert result.n_new == 10 and len(result.step_s) == 9 and result.prefill_s > 0
+    assert result.graphs_per_step == (0,) * 9
+
+
+def test_generate_static_compiles_once_and_reuses_the_cache(model, fresh_dynamo):
+    prompt = random_tokens(SIZE, batch=1, seq_len=6)
+    eager = decoding.generate_static(model, greedy_step, prompt, 8).tokens
+    compiled = torch.compile(greedy_step, backend="eager", fullgraph=True)
+    cache = decoding.new_static_cache(model, 32)
+    first = decoding.generate_static(model, compiled, prompt, 8, cache=cache)
+    other_prompt = random_tokens(SIZE, batch=1, seq_len=9, seed=1)
+    with CompileCounts() as counts:
+        again = decoding.generate_static(model, compiled, other_prompt, 8, cache=cache)
+    assert torch.equal(first.tokens, eager)
+    assert first.graphs_per_step == (1,) + (0,) * 6
+    assert counts.graphs == 0 and counts.recompilations == 0
+    assert torch.equal(again.tokens, decoding.generate_static(model, greedy_step, other_prompt, 8).tokens)
+
+
+def test_generate_static_errors(model):
+    prompt = random_tokens(SIZE, batch=1, seq_len=6)
+    with pytest.raises(TypeError, match="step"):
+        decoding.generate_static(model, None, prompt, 4)
+    with pytest.raises(ValueError, match="prompt"):
+        decoding.generate_static(model, greedy_step, prompt[0], 4)
+    with pytest.raises(ValueError, match="prompt"):
+        decoding.generate_static(model, greedy_step, prompt.float(), 4)
+    with pytest.raises(ValueError, match="n_new"):
+        decoding.generate_static(model, greedy_step, prompt, 0)
+    with pytest.raises(ValueError, match="max_len"):
+        decoding.generate_static(model, greedy_step, prompt, 4, max_len=8)
+    with pytest.raises(ValueError, match="cache holds 8"):
+        decoding.generate_static(model, greedy_step, prompt, 4, cache=decoding.new_static_cache(model, 8))
+    with pytest.raises(ValueError, match="max_len"):
+        decoding.new_static_cache(model, 1)
+
+
+def test_gpt2_config_is_what_the_cache_reads():
+    config = gpt2_config(SIZE)
+    cache = decoding.new_static_cache(type("M", (), {"config": config})(), 12)
+    assert cache.layers[0].max_cache_len == 12
