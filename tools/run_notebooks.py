@@ -172,7 +172,8 @@ def write_readme_table(rows: list[dict], label: str) -> None:
         raise SystemExit(f"README.md has no {start} ... {end} markers")
     lines = [
         start,
-        f"Measured by `make benchmark` on {datetime.date.today().isoformat()}: {cpu_name()}, "
+        f"Measured by `make notebooks` (or `make benchmark`) on {datetime.date.today().isoformat()}: "
+        f"{cpu_name()}, "
         f"{os.cpu_count()} CPUs, {platform.system()}, {label}; each notebook in a fresh kernel with "
         "its own cold Inductor cache, on an otherwise idle machine.",
         "",
