@@ -48,7 +48,7 @@ test-device: $(STAMP)
 
 # Every notebook lax on the oldest and newest torch/transformers the course accepts (cached envs).
 test-compat: $(STAMP)
-	$(BIN)/python tools/compat.py
+	$(BIN)/python tools/compat.py --readme
 
 # Re-execute every notebook in place, top to bottom, each with a cold Inductor cache.
 notebooks: $(STAMP)

@@ -88,21 +88,15 @@ def run_lax(python: Path, prefixes: list[str]) -> dict:
         return json.loads(report.read_text())
 
 
-def main() -> int:
-    parser = argparse.ArgumentParser(
-        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
-    )
-    parser.add_argument("prefixes", nargs="*", help="run only notebooks whose names start with these")
-    parser.add_argument("--only", choices=sorted(COMBINATIONS), action="append", help="one combination")
-    args = parser.parse_args()
-    results = []
-    for name in args.only or list(COMBINATIONS):
-        torch, transformers = COMBINATIONS[name]
-        print(f"\n== {name}: torch {torch}, transformers {transformers}", flush=True)
-        results.append((name, torch, transformers, run_lax(ensure_env(torch, transformers), args.prefixes)))
+def table(results: list[tuple[str, str, str, dict]]) -> tuple[list[str], bool]:
+    """The README's compatibility table, and whether every notebook passed everywhere."""
     today = datetime.date.today().isoformat()
-    print(f"\nLax run of every notebook, {today}, `make test-compat`:\n")
-    print("| combination | torch | transformers | notebooks passing | first failure |\n|---|---|---|---|---|")
+    lines = [
+        f"Lax run of every notebook, {today}, `make test-compat`:",
+        "",
+        "| combination | torch | transformers | notebooks passing | first failure |",
+        "|---|---|---|---|---|",
+    ]
     all_passed = True
     for name, torch, transformers, report in results:
         rows = report.get("rows", [])
@@ -112,7 +106,37 @@ def main() -> int:
         if failures:
             first = f"{failures[0]['notebook']}: {failures[0]['failure']}"
         passing = f"{len(rows) - len(failures)}/{len(rows)}"
-        print(f"| {name} | {torch} | {transformers} | {passing} | {first.replace('|', '/')} |")
+        lines.append(f"| {name} | {torch} | {transformers} | {passing} | {first.replace('|', '/')} |")
+    return lines, all_passed
+
+
+def write_readme(lines: list[str]) -> None:
+    """Replace the table between the README's compat-table markers."""
+    readme = ROOT / "README.md"
+    start, end = "<!-- compat-table -->", "<!-- /compat-table -->"
+    text = readme.read_text(encoding="utf-8")
+    head, rest = text.split(start, 1)
+    readme.write_text(head + "\n".join([start, *lines, end]) + rest.split(end, 1)[1], encoding="utf-8")
+    print("README.md: compatibility table updated")
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument("prefixes", nargs="*", help="run only notebooks whose names start with these")
+    parser.add_argument("--only", choices=sorted(COMBINATIONS), action="append", help="one combination")
+    parser.add_argument("--readme", action="store_true", help="write the table into README.md")
+    args = parser.parse_args()
+    results = []
+    for name in args.only or list(COMBINATIONS):
+        torch, transformers = COMBINATIONS[name]
+        print(f"\n== {name}: torch {torch}, transformers {transformers}", flush=True)
+        results.append((name, torch, transformers, run_lax(ensure_env(torch, transformers), args.prefixes)))
+    lines, all_passed = table(results)
+    print("\n" + "\n".join(lines))
+    if args.readme and not (args.prefixes or args.only):
+        write_readme(lines)
     return 0 if all_passed else 1
 
 
