@@ -14,9 +14,21 @@ SUPPORTED := import sys; sys.exit(0 if sys.version_info >= (3, 11) else "the cou
 
 VENV_PYTHON_OK := $(shell $(BIN)/python -c '$(SUPPORTED)' 2>/dev/null && echo yes)
 
+# On Linux, plain pip pulls torch's CUDA build (several GB) even on a machine without a GPU. The
+# committed outputs come from the CPU build: `make TORCH_INDEX=cpu install` (or lab, test) takes it
+# from PyTorch's CPU wheel index (about 200 MB). Any other value is used as the index URL itself.
+TORCH_INDEX ?=
+TORCH_INDEX_URL := $(if $(filter cpu,$(TORCH_INDEX)),https://download.pytorch.org/whl/cpu,$(TORCH_INDEX))
+ON_LINUX := $(filter Linux,$(shell uname -s 2>/dev/null))
+
 $(STAMP): requirements.txt constraints.txt pyproject.toml $(if $(VENV_PYTHON_OK),,FORCE)
 	$(BIN)/python -c '$(SUPPORTED)' 2>/dev/null || rm -rf $(VENV)
 	test -x $(BIN)/python || { $(PYTHON) -c '$(SUPPORTED)' && $(PYTHON) -m venv $(VENV); }
+ifneq ($(TORCH_INDEX_URL),)
+	$(BIN)/python -m pip install torch -c constraints.txt --index-url $(TORCH_INDEX_URL)
+else ifneq ($(ON_LINUX),)
+	@$(BIN)/python -c 'import torch' 2>/dev/null || echo "No GPU to use? make TORCH_INDEX=cpu install takes the CPU build of torch (no CUDA wheels)."
+endif
 	$(BIN)/python -m pip install -r requirements.txt -c constraints.txt
 	# Build matplotlib's font cache now, so its one-time notice never lands in a notebook's stderr.
 	$(BIN)/python -c "import matplotlib.pyplot"

@@ -12,7 +12,8 @@ def pytest_configure(config):
     global _fresh_cache
     # Strict nbval compares outputs made on a Linux CPU: run the reference device even where a
     # GPU is present (`make test-device` runs the notebooks lax on the best device instead).
-    os.environ.setdefault("COURSE_DEVICE", "cpu")
+    # Forced, not defaulted: a COURSE_DEVICE=cuda left in the shell must not change the reference.
+    os.environ["COURSE_DEVICE"] = "cpu"
     if "TORCHINDUCTOR_CACHE_DIR" not in os.environ:
         _fresh_cache = tempfile.mkdtemp(prefix="course-pytest-inductor-")
         # Inherited by the notebook kernels nbval starts.

@@ -19,7 +19,7 @@ from typing import Any
 
 import torch
 
-from helpers.guard import normalize_device
+from helpers.device import normalize_device, synchronize
 
 
 @dataclass(frozen=True)
@@ -71,19 +71,6 @@ def _quantile(values: tuple[float, ...], q: float) -> float:
     if len(values) == 1:
         return values[0]
     return statistics.quantiles(values, n=4, method="inclusive")[round(q * 4) - 1]
-
-
-def synchronize(device: str | torch.device | None = "cpu") -> None:
-    """Wait until ``device`` has finished queued work (a no-op on the CPU).
-
-    Example:
-        >>> synchronize("cpu")
-    """
-    name = normalize_device(device)
-    if name == "cuda" and torch.cuda.is_available():
-        torch.cuda.synchronize()
-    elif name == "mps" and torch.backends.mps.is_available():
-        torch.mps.synchronize()
 
 
 def _synchronized_clock(device: str) -> Callable[[], float]:

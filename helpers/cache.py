@@ -4,12 +4,13 @@ A process that has compiled something keeps it in memory, so timing a "warm star
 it would lie. ``run_compile_in_fresh_process`` runs a script in a new Python process whose
 ``TORCHINDUCTOR_CACHE_DIR`` is the directory you give (the FX graph cache, the AOTAutograd
 cache and the compiled C++ kernels all live there) and returns the result the script
-reported with ``emit_result``. ``cache_counters`` reads the cache hits and misses inside the
-child, ``compile_phases`` splits a first call's compile time into Dynamo, AOTAutograd,
-Inductor and the kernel compiler, and ``describe_cache_dir`` says what a cache directory holds.
+reported with ``emit_result`` (a child counts its cache hits and misses with
+``helpers.counters.CompileCounts``, the course's one counter vocabulary, and reports
+``counts.as_dict()``). ``compile_phases`` splits a first call's compile time into Dynamo,
+AOTAutograd, Inductor and the kernel compiler; ``describe_cache_dir`` says what a cache
+directory holds; ``child_env`` is the environment of every child process the helpers start.
 
-This module imports only the standard library at import time (``cache_counters`` imports
-torch when called), so a child that does not compile starts fast.
+This module imports only the standard library, so a child that does not compile starts fast.
 """
 
 from __future__ import annotations
@@ -20,7 +21,7 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -30,9 +31,11 @@ RESULT_PREFIX = "@@course-result@@ "
 
 #: Environment variables a child does not inherit: they would let a "cold" start borrow compiled
 #: code from elsewhere (Triton's own cache directory, a remote cache) or switch caches off or on,
-#: so that its hits, misses and times would depend on the machine it runs on. The names are read
-#: by torch/_inductor/config.py, torch/_functorch/config.py and torch/compiler/config.py (torch 2.8
-#: to 2.15; TORCH_COMPILE_FORCE_DISABLE_CACHES from 2.9). Pass one in ``env`` to set it on purpose.
+#: so that its hits, misses and times would depend on the machine it runs on; a job id or a cache
+#: key tag changes the keys themselves, and the PGO variables let a child read profiles of earlier
+#: runs. The names are read by torch/_inductor/config.py, torch/_functorch/config.py and
+#: torch/compiler/config.py (torch 2.8 to 2.15; TORCH_COMPILE_FORCE_DISABLE_CACHES and the
+#: sticky-PGO read/write names from 2.9). Pass one in ``env`` to set it on purpose.
 CACHE_ENV_VARS = (
     "TRITON_CACHE_DIR",
     "TORCHINDUCTOR_FX_GRAPH_CACHE",
@@ -47,42 +50,14 @@ CACHE_ENV_VARS = (
     "TORCHINDUCTOR_REDIS_URL",
     "TORCHINDUCTOR_FORCE_DISABLE_CACHES",
     "TORCH_COMPILE_FORCE_DISABLE_CACHES",
+    "TORCHINDUCTOR_BUNDLE_TRITON_INTO_FX_GRAPH_CACHE",
+    "TORCH_COMPILE_CACHE_KEY_TAG",
+    "TORCH_COMPILE_JOB_ID",
+    "TORCH_COMPILE_STICKY_PGO_KEY",
+    "TORCH_COMPILE_STICKY_PGO_READ",
+    "TORCH_COMPILE_STICKY_PGO_WRITE",
+    "TORCH_DYNAMO_AUTOMATIC_DYNAMIC_REMOTE_PGO",
 )
-
-# Counter keys in torch._dynamo.utils.counters, by the name used here.
-_CACHE_COUNTERS = {
-    "fxgraph_cache_hit": ("inductor", "fxgraph_cache_hit"),
-    "fxgraph_cache_miss": ("inductor", "fxgraph_cache_miss"),
-    "autograd_cache_hit": ("aot_autograd", "autograd_cache_hit"),
-    "autograd_cache_miss": ("aot_autograd", "autograd_cache_miss"),
-}
-
-
-def cache_counters() -> dict[str, int]:
-    """FX-graph and AOTAutograd cache hits and misses counted so far in this process.
-
-    Read from ``torch._dynamo.utils.counters``; subtract two snapshots to count one step.
-
-    Example:
-        >>> sorted(cache_counters())
-        ['autograd_cache_hit', 'autograd_cache_miss', 'fxgraph_cache_hit', 'fxgraph_cache_miss']
-    """
-    from torch._dynamo.utils import counters
-
-    return {name: int(counters[group][key]) for name, (group, key) in _CACHE_COUNTERS.items()}
-
-
-def counter_delta(before: Mapping[str, int], after: Mapping[str, int]) -> dict[str, int]:
-    """``after - before`` for each counter in ``before`` (two :func:`cache_counters` snapshots).
-
-    Example:
-        >>> counter_delta({"fxgraph_cache_hit": 1}, {"fxgraph_cache_hit": 3})
-        {'fxgraph_cache_hit': 2}
-    """
-    missing = sorted(set(before) - set(after))
-    if missing:
-        raise ValueError(f"after lacks the counters {missing} that before has")
-    return {name: after[name] - before[name] for name in before}
 
 
 def emit_result(result: Mapping[str, Any]) -> None:
@@ -106,15 +81,37 @@ def parse_result(stdout: str) -> dict[str, Any]:
         >>> parse_result('noise\\n@@course-result@@ {"hits": 2}\\n')
         {'hits': 2}
     """
+    if not isinstance(stdout, str):
+        raise TypeError(f"stdout must be the child's standard output as a str; got {type(stdout).__name__}")
     lines = [line for line in stdout.splitlines() if line.startswith(RESULT_PREFIX)]
     if not lines:
         raise ValueError("stdout holds no result line: did the child call emit_result(...)?")
     return json.loads(lines[-1][len(RESULT_PREFIX) :])
 
 
-def _package_root() -> str:
-    """The folder that holds the ``helpers`` package, so the child can import it."""
-    return str(Path(__file__).resolve().parent.parent)
+def child_env(env: Mapping[str, str] | None = None, *, drop: Iterable[str] = ()) -> dict[str, str]:
+    """The environment of a child Python process: this one, less ``drop``, plus ``env``, with the
+    ``helpers`` package importable (its folder first on ``PYTHONPATH``).
+
+    Used for every process the helpers start (fresh-process compiles, the DDP launcher).
+
+    Example:
+        >>> child = child_env({"OMP_NUM_THREADS": "1"}, drop=["TRITON_CACHE_DIR"])
+        >>> child["OMP_NUM_THREADS"], "TRITON_CACHE_DIR" in child
+        ('1', False)
+    """
+    if env is not None and not (
+        isinstance(env, Mapping) and all(isinstance(k, str) and isinstance(v, str) for k, v in env.items())
+    ):
+        raise ValueError("env must be a mapping of str -> str (environment variables)")
+    if isinstance(drop, str) or not all(isinstance(name, str) for name in drop):
+        raise ValueError(f"drop must be an iterable of variable names (not one str); got {drop!r}")
+    dropped = set(drop)
+    child = {name: value for name, value in os.environ.items() if name not in dropped}
+    child.update(env or {})
+    package_root = str(Path(__file__).resolve().parent.parent)
+    child["PYTHONPATH"] = os.pathsep.join(p for p in (package_root, child.get("PYTHONPATH", "")) if p)
+    return child
 
 
 def run_compile_in_fresh_process(
@@ -158,18 +155,12 @@ def run_compile_in_fresh_process(
         raise ValueError(f"cache_dir must be an existing directory; got {cache_dir!r}")
     if args is not None and not isinstance(args, Mapping):
         raise ValueError(f"args must be a mapping of JSON-serializable values; got {type(args).__name__}")
-    if env is not None and not (
-        isinstance(env, Mapping) and all(isinstance(k, str) and isinstance(v, str) for k, v in env.items())
-    ):
-        raise ValueError("env must be a mapping of str -> str (environment variables)")
     if not isinstance(timeout_s, (int, float)) or isinstance(timeout_s, bool) or timeout_s <= 0:
         raise ValueError(f"timeout_s must be a positive number of seconds; got {timeout_s!r}")
 
-    child_env = {name: value for name, value in os.environ.items() if name not in CACHE_ENV_VARS}
-    child_env.update(env or {})
-    child_env["TORCHINDUCTOR_CACHE_DIR"] = str(Path(cache_dir).resolve())
-    python_path = [_package_root(), child_env.get("PYTHONPATH", "")]
-    child_env["PYTHONPATH"] = os.pathsep.join(p for p in python_path if p)
+    environment = child_env(
+        {**(env or {}), "TORCHINDUCTOR_CACHE_DIR": str(Path(cache_dir).resolve())}, drop=CACHE_ENV_VARS
+    )
     with tempfile.TemporaryDirectory(prefix="course-child-") as folder:
         child = Path(folder) / "child.py"
         child.write_text(code, encoding="utf-8")
@@ -178,7 +169,7 @@ def run_compile_in_fresh_process(
             [sys.executable, str(child), json.dumps(dict(args or {}))],
             capture_output=True,
             text=True,
-            env=child_env,
+            env=environment,
             cwd=folder,
             timeout=timeout_s,
         )

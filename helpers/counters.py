@@ -56,6 +56,8 @@ def short_reason(text: str) -> str:
         >>> short_reason("0/1: self.scale == 2 (HINT: torch.compile considers integer attributes ...)")
         'self.scale == 2'
     """
+    if not isinstance(text, str):
+        raise TypeError(f"text must be a str (a guard-failure reason); got {type(text).__name__}")
     line = _first_line(text)
     head, sep, rest = line.partition(": ")
     if sep and all(part.isdigit() for part in head.split("/")):
@@ -70,17 +72,14 @@ def graph_report(fn: Callable[..., Any], *args: Any, **kwargs: Any) -> GraphRepo
     Each break reason is reduced to its first line (the rest is a stack trace that
     differs between machines).
 
-    Example:
-        >>> def f(x):
-        ...     x = x + 1
-        ...     torch._dynamo.graph_break()
-        ...     return x * 2
-        >>> graph_report(f, torch.zeros(1)).graph_break_count
-        1
+    Example (a function with a graph break is in tests/test_models_counters_env.py: Dynamo keeps
+    its resume function alive until exit, which a doctest's namespace does not survive):
+        >>> print(graph_report(lambda x: torch.cos(x) * 2, torch.zeros(1)))
+        graphs: 1, graph breaks: 0, ops captured: 2
         >>> torch._dynamo.reset()
     """
     if not callable(fn):
-        raise TypeError(f"fn must be a function or nn.Module; got {type(fn).__name__}")
+        raise TypeError(f"fn must be a function or an nn.Module; got {type(fn).__name__}")
     explained = torch._dynamo.explain(fn)(*args, **kwargs)
     reasons = tuple(_first_line(str(b.reason)) for b in explained.break_reasons)
     return GraphReport(
@@ -91,9 +90,9 @@ def graph_report(fn: Callable[..., Any], *args: Any, **kwargs: Any) -> GraphRepo
     )
 
 
-# Counter keys in torch._dynamo.utils.counters, by the attribute name used here.
+# The one table of counter keys in torch._dynamo.utils.counters, by the attribute name used here
+# (tests/test_models_counters_env.py makes each one move in a real compile, on every release).
 _COUNTER_KEYS = {
-    "frames": ("frames", "ok"),
     "graphs": ("stats", "unique_graphs"),
     "fxgraph_cache_hits": ("inductor", "fxgraph_cache_hit"),
     "fxgraph_cache_misses": ("inductor", "fxgraph_cache_miss"),
@@ -106,7 +105,7 @@ _COUNTER_KEYS = {
 
 def _snapshot() -> dict[str, int]:
     counters = dynamo_utils.counters
-    values = {name: counters[group][key] for name, (group, key) in _COUNTER_KEYS.items()}
+    values = {name: int(counters[group][key]) for name, (group, key) in _COUNTER_KEYS.items()}
     values["graph_breaks"] = sum(counters["graph_break"].values())
     return values
 
@@ -115,8 +114,10 @@ def _snapshot() -> dict[str, int]:
 class CompileCounts:
     """Counts what the compiler did inside a ``with`` block.
 
-    Attributes (all deltas over the block): ``frames`` (Python frames compiled, one per
-    compilation or recompilation), ``graphs``, ``graph_breaks``, ``recompilations`` and
+    Attributes (all deltas over the block): ``frames`` (Python frames Dynamo compiled, one per
+    compilation or recompilation, with or without ``fullgraph=True``: counted from Dynamo's
+    compilation records, since its ``frames`` counter skips ``fullgraph`` compiles),
+    ``graphs``, ``graph_breaks``, ``recompilations`` and
     ``recompile_reasons`` (the guard that failed on a frame compiled before, as
     :func:`short_reason` gives it), FX-graph and
     AOTAutograd cache ``*_hits``/``*_misses``, and ``cudagraph_skips``.
@@ -126,8 +127,8 @@ class CompileCounts:
         >>> f = torch.compile(lambda x: x * 2, backend="eager")
         >>> with CompileCounts() as counts:
         ...     _ = f(torch.ones(2)); _ = f(torch.ones(2, dtype=torch.float64))
-        >>> counts.frames, counts.recompilations
-        (2, 1)
+        >>> counts.frames, counts.recompilations, counts.recompile_reasons
+        (2, 1, ["tensor 'x' dtype mismatch. expected Float, actual Double"])
         >>> torch._dynamo.reset()  # free the compiled code while this example's globals exist
     """
 
@@ -158,11 +159,25 @@ class CompileCounts:
         for name, value in after.items():
             setattr(self, name, value - self._before[name])
         new = [m for m in dynamo_utils.get_compilation_metrics() if id(m) not in self._seen_metrics]
+        # One record per frame compile; a failed one (e.g. past the recompile limit) compiled nothing.
+        self.frames = sum(1 for m in new if not getattr(m, "fail_type", None))
         reasons = [m.recompile_reason for m in new if m.recompile_reason]
         self.recompilations = len(reasons)
         self.recompile_reasons = [short_reason(r) for r in reasons]
 
+    def as_dict(self) -> dict[str, Any]:
+        """Every count by name (JSON-serializable), e.g. for a child process to report.
+
+        Example:
+            >>> CompileCounts(frames=1, graphs=1).as_dict()["fxgraph_cache_hits"]
+            0
+        """
+        return {name: getattr(self, name) for name in (*_COUNT_NAMES, "recompile_reasons")}
+
     def summary(self) -> str:
         """The non-zero counts, one line (stable text for a compared notebook cell)."""
-        names = ["frames", "graphs", "graph_breaks", "recompilations", *list(_COUNTER_KEYS)[2:]]
-        return ", ".join(f"{n}={getattr(self, n)}" for n in dict.fromkeys(names) if getattr(self, n))
+        return ", ".join(f"{n}={getattr(self, n)}" for n in _COUNT_NAMES if getattr(self, n))
+
+
+# The integer counts of CompileCounts, in the order summary() prints them.
+_COUNT_NAMES = ("frames", "graphs", "graph_breaks", "recompilations", *list(_COUNTER_KEYS)[1:])

@@ -1,16 +1,15 @@
 """A compiled ``DistributedDataParallel`` training run on CPU processes, and its launcher.
 
-Notebook 07 calls :func:`run_ddp_demo`, which starts ``torchrun`` (``python -m
-torch.distributed.run``) in a child process group with ``--nproc_per_node`` workers on a free
-local port, waits with a timeout, and always ends the whole group, also when the notebook
+Notebook 07 calls :func:`run_ddp_demo`, which starts ``torchrun --standalone`` (``python -m
+torch.distributed.run``; the OS picks a free local port) in a child process group with
+``--nproc_per_node`` workers, waits with a timeout, and always ends the whole group, also when the notebook
 cell fails or is interrupted. Each worker runs :func:`train_on_rank`: the course's GPT-2 in
 ``DistributedDataParallel`` over the ``gloo`` backend, compiled with ``torch.compile``, a few
 steps on its shard of one global batch. Each rank writes its facts as JSON next to ``--out``.
 
 Run by hand (from the repository root)::
 
-    python -m torch.distributed.run --nproc_per_node=2 --master_addr=127.0.0.1 \\
-        --master_port=29512 -m helpers.ddp_demo --out /tmp/ddp.json
+    python -m torch.distributed.run --standalone --nproc_per_node=2 -m helpers.ddp_demo --out /tmp/ddp.json
 
 Importing this module starts nothing.
 """
@@ -21,7 +20,6 @@ import argparse
 import json
 import os
 import signal
-import socket
 import subprocess
 import sys
 import tempfile
@@ -32,24 +30,11 @@ from typing import Any
 
 import torch
 
+from helpers.cache import child_env
 from helpers.guard import CODEGEN_BACKENDS, compile_support
 
 #: Backends the demo accepts for ``torch.compile`` inside the workers.
 BACKENDS = ("eager", "aot_eager", "inductor")
-
-
-def free_port(host: str = "127.0.0.1") -> int:
-    """A TCP port on ``host`` that nothing listens on right now (the OS picks it).
-
-    Example:
-        >>> 1024 <= free_port() <= 65535
-        True
-    """
-    if not isinstance(host, str) or not host:
-        raise ValueError(f"host must be a non-empty host name or address; got {host!r}")
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
-        sock.bind((host, 0))
-        return sock.getsockname()[1]
 
 
 def shard(batch: torch.Tensor, rank: int, world_size: int) -> torch.Tensor:
@@ -119,28 +104,24 @@ def train_on_rank(
     """
     _check_run_arguments(steps=steps, bucket_cap_mb=bucket_cap_mb, backend=backend)
     import torch.distributed as dist
-    from torch._dynamo.backends.registry import lookup_backend
+    from torch._dynamo.testing import CompileCounterWithBackend
     from torch.nn.parallel import DistributedDataParallel as DDP
 
     from helpers.counters import CompileCounts
-    from helpers.models import gpt2_size, random_tokens
-    from helpers.training import training_gpt2
+    from helpers.models import build_gpt2, gpt2_size, random_tokens
 
     rank, world_size = dist.get_rank(), dist.get_world_size()
     torch._dynamo.config.optimize_ddp = optimize_ddp  # True (the default): split at DDP's buckets
 
     size = gpt2_size("cpu", **size_overrides)
-    model = training_gpt2(size, seed=seed)  # same weights on every rank (DDP also broadcasts rank 0's)
+    # The same weights on every rank (DDP also broadcasts rank 0's); no dropout, so the losses
+    # can be compared with one process's.
+    model = build_gpt2(size, seed=seed, via_pretrained=False, dropout=0.0).train()
     ddp_model = DDP(model, bucket_cap_mb=bucket_cap_mb)
     optimizer = torch.optim.AdamW(ddp_model.parameters(), lr=1e-3)
 
-    compiled_pieces = []
-
-    def counting_backend(graph_module, example_inputs):
-        compiled_pieces.append(len(graph_module.graph.nodes))  # called once per piece of the split graph
-        return lookup_backend(backend)(graph_module, example_inputs)
-
-    compiled_model = torch.compile(ddp_model, backend=counting_backend)
+    pieces = CompileCounterWithBackend(backend)  # the backend, called once per piece of the split graph
+    compiled_model = torch.compile(ddp_model, backend=pieces)
 
     tokens = shard(random_tokens(size, seed=seed), rank, world_size)  # this rank's half of the batch
     losses, first_step_s = [], 0.0
@@ -160,7 +141,7 @@ def train_on_rank(
         "rank": rank,
         "world_size": world_size,
         "losses": losses,
-        "subgraphs": len(compiled_pieces),
+        "subgraphs": pieces.frame_count,
         "dynamo_graphs": counts.graphs,
         "first_step_s": first_step_s,
     }
@@ -268,7 +249,7 @@ def run_ddp_demo(
 ) -> DDPResult:
     """Launch :func:`train_on_rank` on ``nproc`` local CPU processes with ``torchrun``; return rank 0's facts.
 
-    The launcher runs in its own process group on a free port of 127.0.0.1, in
+    The launcher (``torchrun --standalone``: one node, a port the OS picks) runs in its own process group, in
     :func:`launcher_env` (one OpenMP thread per worker; ``USE_LIBUV=0`` on Windows), with its
     output captured (``DDPResult.log``). With ``also_without_split`` each worker then compiles
     once more with ``torch._dynamo.config.optimize_ddp = False`` and counts the pieces again.
@@ -277,7 +258,7 @@ def run_ddp_demo(
     anything if ``backend="inductor"`` and the guard says Inductor cannot build kernels here
     (``aot_eager`` and ``eager`` need no compiler and run wherever Dynamo does).
 
-    A real run takes 20-40 s on 2 cores (tests/test_training.py runs one), for instance
+    A real run takes 20-40 s on 2 cores (tests/test_ddp_demo.py runs one), for instance
     ``run_ddp_demo(nproc=2, steps=2, size_overrides={"n_layer": 1})``. Bad input fails at once:
 
     Example:
@@ -302,8 +283,7 @@ def run_ddp_demo(
         out = Path(folder) / "result.json"
         command = [
             sys.executable, "-m", "torch.distributed.run",
-            f"--nproc_per_node={nproc}", "--nnodes=1",
-            "--master_addr=127.0.0.1", f"--master_port={free_port()}",
+            "--standalone", f"--nproc_per_node={nproc}",
             "-m", "helpers.ddp_demo",
             "--out", str(out), "--steps", str(steps), "--bucket-cap-mb", str(bucket_cap_mb),
             "--backend", backend, "--size", json.dumps(overrides),
@@ -368,13 +348,10 @@ def launcher_env(windows: bool | None = None) -> dict[str, str]:
         >>> launcher_env(windows=True)["USE_LIBUV"], launcher_env(windows=True)["OMP_NUM_THREADS"]
         ('0', '1')
     """
-    env = dict(os.environ)
-    env["OMP_NUM_THREADS"] = "1"  # torchrun would set it too, with a notice on stderr
-    package_root = str(Path(__file__).resolve().parent.parent)
-    env["PYTHONPATH"] = os.pathsep.join(p for p in (package_root, env.get("PYTHONPATH", "")) if p)
+    extra = {"OMP_NUM_THREADS": "1"}  # torchrun would set it too, with a notice on stderr
     if os.name == "nt" if windows is None else windows:
-        env["USE_LIBUV"] = "0"
-    return env
+        extra["USE_LIBUV"] = "0"
+    return child_env(extra)
 
 
 def _tail(log: str | None, lines: int = 15) -> str:

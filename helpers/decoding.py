@@ -28,9 +28,9 @@ from typing import Any
 
 import torch
 
-from helpers.bench import Timing, synchronize, time_call
+from helpers.bench import Timing, time_call
 from helpers.counters import CompileCounts
-from helpers.guard import normalize_device
+from helpers.device import normalize_device, synchronize
 
 #: A decoding step: ``step(model, token, cache, positions) -> next token ids (batch, 1)``.
 Step = Callable[[Any, torch.Tensor, Any, Mapping[str, torch.Tensor]], torch.Tensor]
@@ -349,6 +349,8 @@ def new_static_cache(model: Any, max_len: int) -> Any:
     """
     if not isinstance(max_len, int) or isinstance(max_len, bool) or max_len < 2:
         raise ValueError(f"max_len must be an int >= 2 (positions in the cache); got {max_len!r}")
+    if getattr(model, "config", None) is None:
+        raise TypeError(f"model must be a transformers model (with a .config); got {type(model).__name__}")
     from transformers import StaticCache
 
     return StaticCache(config=model.config, max_cache_len=max_len)

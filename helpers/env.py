@@ -1,20 +1,23 @@
-"""The environment card printed at the top of every notebook, seeding, and precision."""
+"""The notebook's environment: set it up (device, seed, precision, the guard) and describe it.
+
+:func:`setup_notebook` is what every notebook runs first; :func:`environment_card` is what it
+prints next (versions, device, hardware, the machine's load, the guard's verdict).
+"""
 
 from __future__ import annotations
 
 import os
 import platform
-import random
 import sys
 from importlib import metadata
 
 import torch
 
+from helpers.device import normalize_device
 from helpers.guard import (
     DEVICE_ENV_VAR,
     MIN_TORCH,
     compile_support,
-    normalize_device,
     parse_version,
     skip_marked_cells,
     torch_version,
@@ -107,31 +110,12 @@ def environment_card(device: str | torch.device | None = None) -> str:
     return "\n".join(f"{key:<{width}} : {value}" for key, value in rows.items())
 
 
-def seed_everything(seed: int = 0) -> None:
-    """Seed Python's ``random``, NumPy (if present) and torch on every device.
-
-    (String hashing is seeded by ``PYTHONHASHSEED`` when the interpreter starts; setting it
-    inside a running process changes nothing, so this does not try.)
-
-    Example:
-        >>> seed_everything(0); a = torch.rand(1); seed_everything(0)
-        >>> bool(a == torch.rand(1))
-        True
-    """
-    if not isinstance(seed, int) or isinstance(seed, bool) or seed < 0:
-        raise ValueError(f"seed must be a non-negative int; got {seed!r}")
-    random.seed(seed)
-    try:
-        import numpy as np
-
-        np.random.seed(seed)
-    except ImportError:
-        pass
-    torch.manual_seed(seed)
-
-
 def setup_notebook(device: str | torch.device | None = None, seed: int = 0) -> str:
     """What every notebook does first: pick a device, seed, set precision, apply the guard.
+
+    Seeding is ``transformers.set_seed(seed)`` (Python's ``random``, NumPy and torch on every
+    device). String hashing is seeded by ``PYTHONHASHSEED`` when the interpreter starts; setting
+    it in a running process changes nothing, so this does not try.
 
     The device is ``device``, else ``$COURSE_DEVICE``, else the best one available. The guard's
     verdict for it decides whether cells marked ``# requires: inductor`` run (see
@@ -148,12 +132,16 @@ def setup_notebook(device: str | torch.device | None = None, seed: int = 0) -> s
     if device is None:
         device = os.environ.get(DEVICE_ENV_VAR) or None
     name = normalize_device(device)
+    if not isinstance(seed, int) or isinstance(seed, bool) or seed < 0:
+        raise ValueError(f"seed must be a non-negative int; got {seed!r}")
     if torch_version() < parse_version(MIN_TORCH):
         print(
             f"This course is tested on torch >= {MIN_TORCH}; this is torch {torch.__version__}. "
             f"Some cells may fail: pip install 'torch>={MIN_TORCH}' (on Colab: Runtime > Change runtime)."
         )
-    seed_everything(seed)
+    from transformers import set_seed
+
+    set_seed(seed)
     torch.set_float32_matmul_precision("high")
     _show_figures_inline()
     skip_marked_cells(compile_support(name))

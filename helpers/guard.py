@@ -22,8 +22,7 @@ from typing import Any, TypeVar
 import torch
 from packaging.version import InvalidVersion, Version
 
-#: Device types the course knows how to compile for.
-ACCEPTED_DEVICES = ("cpu", "cuda", "mps")
+from helpers.device import normalize_device
 
 #: Set this environment variable to 1 to run every notebook eagerly (the escape hatch).
 DISABLE_ENV_VAR = "COURSE_DISABLE_COMPILE"
@@ -77,44 +76,6 @@ class CompileSupport:
     def __str__(self) -> str:
         verdict = "compile" if self.ok else "run eagerly"
         return f"[{self.device}] {verdict}: {self.reason}"
-
-
-def best_device() -> str:
-    """The fastest device type this machine offers: ``"cuda"``, ``"mps"`` or ``"cpu"``.
-
-    Example:
-        >>> best_device() in ACCEPTED_DEVICES
-        True
-    """
-    if torch.cuda.is_available():
-        return "cuda"
-    mps = getattr(torch.backends, "mps", None)
-    if mps is not None and mps.is_available():
-        return "mps"
-    return "cpu"
-
-
-def normalize_device(device: str | torch.device | None) -> str:
-    """Turn ``None``, ``"cuda:0"`` or ``torch.device("cpu")`` into a device type name.
-
-    Raises ``ValueError`` for device types the course does not know.
-
-    Example:
-        >>> normalize_device("cuda:1")
-        'cuda'
-    """
-    if device is None:
-        return best_device()
-    if isinstance(device, torch.device):
-        name = device.type
-    elif isinstance(device, str):
-        name = device.strip().lower().split(":", 1)[0]
-    else:
-        raise TypeError(f"device must be a str, a torch.device or None; got {type(device).__name__}")
-    if name not in ACCEPTED_DEVICES:
-        accepted = ", ".join(repr(d) for d in ACCEPTED_DEVICES)
-        raise ValueError(f"device must be one of {accepted} (or None for the best available); got {device!r}")
-    return name
 
 
 def torch_version() -> Version:

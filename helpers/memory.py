@@ -1,86 +1,125 @@
-"""Peak memory of a call, measured the way each device allows.
+"""Memory of a call: its peak, one method per device, and the activations it saves for backward.
 
-On a CUDA GPU, ``torch.cuda.max_memory_allocated`` gives the exact peak of tensor memory.
-A CPU has no such counter, so :func:`peak_memory` samples the process's resident set size
-(RSS, via ``psutil``) from a background thread while the call runs, and reports the peak above
-the RSS just before it. That includes everything the process touched (allocator caches, code,
-Python objects), can miss a spike shorter than the sampling interval, and depends on how the
-C allocator returns freed memory; on glibc (Linux) freed heap memory is handed back with
-``malloc_trim`` before the baseline is read, so the figure is close to the call's own peak.
-Compare such numbers on one machine, not across machines.
+:func:`peak_memory` counts the bytes torch's allocator hands out while a call runs, the way
+each device allows, so that figures from notebooks 02 and 07 mean the same thing:
+
+- CUDA: ``torch.cuda.max_memory_allocated`` after resetting the peak.
+- MPS: ``torch.mps.current_allocated_memory``, sampled from a background thread (torch keeps
+  no peak counter for MPS), with the device synchronized before and after.
+- CPU: the allocation and free events ``torch.profiler`` records with ``profile_memory=True``,
+  summed in time order (torch keeps no allocation statistics for the CPU). Only tensor memory
+  counts; memory the process uses otherwise (code, Python objects) does not.
+
+Everything a call allocates and keeps (CUDA graph pools, frozen weights, caches) is in
+``retained_bytes``: measure a compiled function's first call to include what compiling keeps, and
+a later call for the steady state. :func:`saved_activations` counts what a forward pass keeps
+alive for the backward pass (the memory ``torch.compile`` can shrink by recomputing).
 """
 
 from __future__ import annotations
 
-import ctypes
-import ctypes.util
-import gc
+import contextlib
+import os
 import sys
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
 import torch
 
-from helpers.guard import normalize_device
+from helpers.device import normalize_device, synchronize
 
 _MIB = 2**20
+
+#: How :func:`peak_memory` measures on each device (shown in ``MemoryPeak.method``).
+METHODS = {
+    "cuda": "torch.cuda.max_memory_allocated",
+    "mps": "torch.mps.current_allocated_memory, sampled",
+    "cpu": "torch.profiler allocation events",
+}
 
 
 @dataclass(frozen=True)
 class MemoryPeak:
-    """How much memory a call needed above what was in use before it.
+    """How much tensor memory a call needed above what was allocated before it, and kept after it.
 
-    ``peak_bytes`` is the peak above ``baseline_bytes``; ``method`` says how it was measured.
+    ``peak_bytes``: the peak above the memory allocated before the call; ``retained_bytes``: what
+    was still allocated after it (above the same point); ``method``: how it was measured.
 
     Example:
-        >>> peak = MemoryPeak(peak_bytes=3 * 2**20, baseline_bytes=2**30, method="RSS")
-        >>> round(peak.peak_mib, 1)
-        3.0
+        >>> peak = MemoryPeak(peak_bytes=3 * 2**20, retained_bytes=2**20, method="cpu")
+        >>> print(peak)
+        peak 3.0 MiB, 1.0 MiB kept after the call (cpu)
     """
 
     peak_bytes: int
-    baseline_bytes: int
+    retained_bytes: int
     method: str
 
     @property
     def peak_mib(self) -> float:
         return self.peak_bytes / _MIB
 
+    @property
+    def retained_mib(self) -> float:
+        return self.retained_bytes / _MIB
+
     def __str__(self) -> str:
-        baseline_mib = self.baseline_bytes / _MIB
-        return f"{self.peak_mib:.1f} MiB above a baseline of {baseline_mib:.0f} MiB ({self.method})"
+        return (
+            f"peak {self.peak_mib:.1f} MiB, {self.retained_mib:.1f} MiB kept after the call ({self.method})"
+        )
 
 
-def _release_freed_heap() -> None:
-    """Return freed heap memory to the OS where the C library can (glibc's malloc_trim)."""
-    gc.collect()
-    if not sys.platform.startswith("linux"):
-        return
-    try:
-        libc = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6")
-        libc.malloc_trim(0)
-    except (OSError, AttributeError):
-        pass
+def peak_memory(
+    fn: Callable[[], Any], *, device: str | torch.device | None = "cpu", calls: int = 1
+) -> MemoryPeak:
+    """Peak tensor memory while ``fn()`` runs ``calls`` times, above what was allocated before.
+
+    One method per device (see the module docstring), the same in every notebook.
+
+    Example:
+        >>> peak = peak_memory(lambda: torch.ones(1024, 1024).sum())  # a 4 MiB temporary
+        >>> peak.peak_bytes >= 4 * 2**20, peak.retained_bytes
+        (True, 0)
+    """
+    if not callable(fn):
+        raise TypeError(f"fn must be a zero-argument callable; got {type(fn).__name__}")
+    if not isinstance(calls, int) or isinstance(calls, bool) or calls < 1:
+        raise ValueError(f"calls must be an int >= 1; got {calls!r}")
+    name = normalize_device(device)
+    if name == "cuda":
+        if not torch.cuda.is_available():
+            raise ValueError("device='cuda' was asked for, but torch.cuda.is_available() is False")
+        return _cuda_peak(fn, calls)
+    if name == "mps":
+        if not torch.backends.mps.is_available():
+            raise ValueError("device='mps' was asked for, but torch.backends.mps.is_available() is False")
+        return _mps_peak(fn, calls)
+    return _cpu_peak(fn, calls)
 
 
-def _rss_peak(fn: Callable[[], Any], calls: int, interval_s: float) -> MemoryPeak:
-    try:
-        import psutil
-    except ImportError as error:  # pragma: no cover - psutil is in requirements.txt
-        raise ImportError("peak_memory on a CPU needs psutil (pip install psutil)") from error
-    process = psutil.Process()
-    _release_freed_heap()
-    baseline = process.memory_info().rss
-    peak = baseline
+def _cuda_peak(fn: Callable[[], Any], calls: int) -> MemoryPeak:
+    synchronize("cuda")
+    before = torch.cuda.memory_allocated()
+    torch.cuda.reset_peak_memory_stats()
+    for _ in range(calls):
+        fn()
+    synchronize("cuda")
+    peak, after = torch.cuda.max_memory_allocated(), torch.cuda.memory_allocated()
+    return MemoryPeak(max(0, peak - before), max(0, after - before), METHODS["cuda"])
+
+
+def _mps_peak(fn: Callable[[], Any], calls: int, interval_s: float = 0.0005) -> MemoryPeak:
+    synchronize("mps")
+    before = peak = torch.mps.current_allocated_memory()
     done = threading.Event()
 
     def sample() -> None:
         nonlocal peak
         while not done.is_set():
-            peak = max(peak, process.memory_info().rss)
+            peak = max(peak, torch.mps.current_allocated_memory())
             time.sleep(interval_s)
 
     sampler = threading.Thread(target=sample, daemon=True)
@@ -88,55 +127,104 @@ def _rss_peak(fn: Callable[[], Any], calls: int, interval_s: float) -> MemoryPea
     try:
         for _ in range(calls):
             fn()
-            peak = max(peak, process.memory_info().rss)
+            synchronize("mps")
+            peak = max(peak, torch.mps.current_allocated_memory())
     finally:
         done.set()
         sampler.join()
-    method = f"process RSS sampled every {interval_s * 1e3:g} ms"
-    return MemoryPeak(peak_bytes=max(0, peak - baseline), baseline_bytes=baseline, method=method)
+    after = torch.mps.current_allocated_memory()
+    return MemoryPeak(max(0, peak - before), max(0, after - before), METHODS["mps"])
 
 
-def _cuda_peak(fn: Callable[[], Any], calls: int) -> MemoryPeak:
-    torch.cuda.synchronize()
-    baseline = torch.cuda.memory_allocated()
-    torch.cuda.reset_peak_memory_stats()
-    for _ in range(calls):
-        fn()
-    torch.cuda.synchronize()
-    peak = torch.cuda.max_memory_allocated()
-    return MemoryPeak(
-        peak_bytes=max(0, peak - baseline), baseline_bytes=baseline, method="torch.cuda.max_memory_allocated"
-    )
+def _cpu_peak(fn: Callable[[], Any], calls: int) -> MemoryPeak:
+    from torch.profiler import ProfilerActivity, profile
+
+    with _native_stderr_discarded():
+        with profile(activities=[ProfilerActivity.CPU], profile_memory=True) as prof:
+            for _ in range(calls):
+                fn()
+    events = []
+    pending = list(prof.profiler.kineto_results.experimental_event_tree())
+    allocation = torch._C._profiler._EventType.Allocation
+    while pending:
+        event = pending.pop()
+        if event.tag == allocation and event.extra_fields.device.type == "cpu":
+            events.append((event.start_time_ns, event.extra_fields.alloc_size))  # negative: a free
+        pending.extend(event.children)
+    running = peak = 0
+    for _, size in sorted(events):
+        running += size
+        peak = max(peak, running)
+    return MemoryPeak(peak, max(0, running), METHODS["cpu"])
 
 
-def peak_memory(
-    fn: Callable[[], Any],
-    *,
-    device: str | torch.device | None = "cpu",
-    calls: int = 1,
-    interval_s: float = 0.0005,
-) -> MemoryPeak:
-    """Peak memory used while ``fn()`` runs ``calls`` times, above the memory in use before.
+@contextlib.contextmanager
+def _native_stderr_discarded() -> Iterator[None]:
+    """Send what C++ code writes to file descriptor 2 (the profiler's log lines) to the null device."""
+    try:
+        saved = os.dup(2)
+    except OSError:  # no file descriptor 2 (e.g. some embedded interpreters): nothing to hide
+        yield
+        return
+    sys.stderr.flush()
+    with open(os.devnull, "w") as null:
+        os.dup2(null.fileno(), 2)
+        try:
+            yield
+        finally:
+            os.dup2(saved, 2)
+            os.close(saved)
 
-    On ``"cuda"``: peak allocated tensor memory (``torch.cuda.max_memory_allocated``). On
-    ``"cpu"`` (and ``"mps"``, whose memory is shared with the CPU): peak resident set size of
-    this process, sampled every ``interval_s`` seconds (see the module docstring for caveats).
-    Call ``fn`` once before measuring, so one-time work (compiling, lazy init) is not counted.
+
+@dataclass(frozen=True)
+class SavedTensors:
+    """Tensors a forward pass saved for the backward pass: how many, and their bytes.
 
     Example:
-        >>> peak = peak_memory(lambda: torch.ones(1024, 1024).sum(), device="cpu")
-        >>> peak.peak_bytes >= 0 and "RSS" in peak.method
-        True
+        >>> print(SavedTensors(count=3, nbytes=3 * 2**20))
+        3 tensors, 3.0 MiB
+    """
+
+    count: int
+    nbytes: int
+
+    @property
+    def mib(self) -> float:
+        return self.nbytes / _MIB
+
+    def __str__(self) -> str:
+        return f"{self.count} tensors, {self.mib:.1f} MiB"
+
+
+def saved_activations(fn: Callable[[], Any], *, exclude: Iterable[torch.Tensor] = ()) -> SavedTensors:
+    """Run ``fn()`` and count the tensors autograd saved for the backward pass while it ran.
+
+    Uses ``torch.autograd.graph.saved_tensors_hooks``, which sees what eager autograd
+    saves and what a compiled (AOTAutograd) function saves alike. Tensors are counted once
+    per storage; storages of ``exclude`` (typically ``model.parameters()``, which exist
+    anyway) are left out, so what remains is activation memory. Run only the forward in
+    ``fn`` and call ``backward()`` afterwards (the saved tensors are freed by it).
+
+    Example:
+        >>> x = torch.randn(1000, requires_grad=True)
+        >>> saved = saved_activations(lambda: torch.sin(x).cos().sum(), exclude=[x])
+        >>> saved.count, saved.nbytes
+        (1, 4000)
     """
     if not callable(fn):
         raise TypeError(f"fn must be a zero-argument callable; got {type(fn).__name__}")
-    if not isinstance(calls, int) or isinstance(calls, bool) or calls < 1:
-        raise ValueError(f"calls must be an int >= 1; got {calls!r}")
-    if not isinstance(interval_s, (int, float)) or isinstance(interval_s, bool) or not 0 < interval_s <= 1:
-        raise ValueError(f"interval_s must be a number of seconds in (0, 1]; got {interval_s!r}")
-    name = normalize_device(device)
-    if name == "cuda":
-        if not torch.cuda.is_available():
-            raise ValueError("device='cuda' was asked for, but torch.cuda.is_available() is False")
-        return _cuda_peak(fn, calls)
-    return _rss_peak(fn, calls, float(interval_s))
+    try:
+        skip = {t.untyped_storage().data_ptr() for t in exclude}
+    except (TypeError, AttributeError) as error:
+        raise ValueError("exclude must be an iterable of tensors (e.g. model.parameters())") from error
+    seen: dict[int, int] = {}
+
+    def pack(tensor: torch.Tensor) -> torch.Tensor:
+        storage = tensor.untyped_storage()
+        if storage.data_ptr() not in skip:
+            seen[storage.data_ptr()] = storage.nbytes()
+        return tensor
+
+    with torch.autograd.graph.saved_tensors_hooks(pack, lambda tensor: tensor):
+        fn()
+    return SavedTensors(count=len(seen), nbytes=sum(seen.values()))

@@ -17,7 +17,7 @@ from pathlib import Path
 import torch
 from torch import nn
 
-from helpers.guard import normalize_device
+from helpers.device import normalize_device
 
 
 class TinyMLP(nn.Module):
@@ -123,6 +123,7 @@ def build_mlp(device: str | torch.device | None = None, seed: int = 0) -> tuple[
         True
     """
     name = normalize_device(device)
+    _check_seed(seed)
     size = mlp_size(name)
     generator = torch.Generator().manual_seed(seed)
     with torch.random.fork_rng(devices=[]):
@@ -162,28 +163,46 @@ def build_gpt2(
     device: str | torch.device | None = None,
     seed: int = 0,
     via_pretrained: bool = True,
+    dropout: float | None = None,
 ):
     """A ``GPT2LMHeadModel`` with random weights, in eval mode on ``device``.
 
     With ``via_pretrained`` (the default) the model goes through the real loading path:
     ``save_pretrained`` to a temporary folder and ``from_pretrained`` back, as a model
-    from the Hub would (without the download).
+    from the Hub would (without the download). ``dropout`` sets every dropout probability
+    (``None`` keeps GPT-2's 0.1): training compared step by step, eager against compiled, needs
+    ``dropout=0.0``, since compiled code draws its random numbers differently. The weights
+    depend only on ``seed``: two calls give two identical, independent models. Call ``.train()``
+    to train it.
 
     Example:
-        >>> model = build_gpt2(gpt2_size("cpu", n_layer=1, n_embd=64, n_head=2), device="cpu")
-        >>> model.config.n_layer, model.training
-        (1, False)
+        >>> model = build_gpt2(gpt2_size("cpu", n_layer=1, n_embd=64, n_head=2), device="cpu", dropout=0.0)
+        >>> model.config.n_layer, model.training, model.config.attn_pdrop
+        (1, False, 0.0)
     """
     name = normalize_device(device)
     size = size or gpt2_size(name)
+    _check_seed(seed)
+    if dropout is not None and (
+        not isinstance(dropout, (int, float)) or isinstance(dropout, bool) or not 0 <= dropout < 1
+    ):
+        raise ValueError(
+            f"dropout must be a probability in [0, 1) or None (GPT-2's default); got {dropout!r}"
+        )
+    config = gpt2_config(size)
+    if dropout is not None:
+        config.resid_pdrop = config.embd_pdrop = config.attn_pdrop = float(dropout)
     with _quiet_transformers(), torch.random.fork_rng(devices=[]):
         from transformers import GPT2LMHeadModel
 
         torch.manual_seed(seed)
-        model = GPT2LMHeadModel(gpt2_config(size))
+        model = GPT2LMHeadModel(config)
     if via_pretrained:
         with tempfile.TemporaryDirectory(prefix="course-gpt2-") as folder:
             model = save_and_reload(model, folder)
+    # transformers picks the loss from the class name; "GPT2LMHeadModel" matches none, so it
+    # would warn once and use the causal-LM loss. Name that loss explicitly instead.
+    model.loss_type = "ForCausalLM"
     return model.eval().to(name)
 
 
@@ -200,10 +219,17 @@ def save_and_reload(model, folder: str | Path):
     """
     if not hasattr(model, "save_pretrained"):
         raise TypeError(f"model must be a transformers PreTrainedModel; got {type(model).__name__}")
+    if not isinstance(folder, (str, Path)):
+        raise TypeError(f"folder must be a directory path (str or pathlib.Path); got {type(folder).__name__}")
     folder = Path(folder)
     with _quiet_transformers():
         model.save_pretrained(folder)
         return type(model).from_pretrained(folder)
+
+
+def _check_seed(seed: int) -> None:
+    if not isinstance(seed, int) or isinstance(seed, bool) or seed < 0:
+        raise ValueError(f"seed must be a non-negative int; got {seed!r}")
 
 
 @contextlib.contextmanager
@@ -237,6 +263,9 @@ def random_tokens(
         >>> random_tokens(gpt2_size("cpu"), batch=2, seq_len=5).shape
         torch.Size([2, 5])
     """
+    if not isinstance(size, GPT2Size):
+        raise TypeError(f"size must be a GPT2Size (see gpt2_size()); got {type(size).__name__}")
+    _check_seed(seed)
     batch = size.batch if batch is None else batch
     seq_len = size.seq_len if seq_len is None else seq_len
     for label, value in (("batch", batch), ("seq_len", seq_len)):

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import sys
 from pathlib import Path
 from types import SimpleNamespace
@@ -13,9 +14,8 @@ from helpers.cache import (
     CACHE_ENV_VARS,
     PHASES,
     RESULT_PREFIX,
-    cache_counters,
+    child_env,
     compile_phases,
-    counter_delta,
     describe_cache_dir,
     emit_result,
     parse_result,
@@ -107,18 +107,17 @@ def test_parse_takes_the_last_result_and_rejects_none():
         emit_result([1, 2])
 
 
-def test_counters_and_delta():
-    before = cache_counters()
-    assert set(before) == {
-        "fxgraph_cache_hit",
-        "fxgraph_cache_miss",
-        "autograd_cache_hit",
-        "autograd_cache_miss",
-    }
-    assert all(isinstance(v, int) for v in before.values())
-    assert counter_delta(before, before) == dict.fromkeys(before, 0)
-    with pytest.raises(ValueError, match="after"):
-        counter_delta({"fxgraph_cache_hit": 0}, {})
+def test_child_env_drops_adds_and_makes_helpers_importable(monkeypatch):
+    monkeypatch.setenv("TRITON_CACHE_DIR", "/somewhere")
+    monkeypatch.setenv("PYTHONPATH", "/elsewhere")
+    child = child_env({"COURSE_TEST_VARIABLE": "1"}, drop=CACHE_ENV_VARS)
+    assert "TRITON_CACHE_DIR" not in child and child["COURSE_TEST_VARIABLE"] == "1"
+    root = str(Path(__file__).resolve().parent.parent)
+    assert child["PYTHONPATH"].split(os.pathsep) == [root, "/elsewhere"]
+    with pytest.raises(ValueError, match="env"):
+        child_env({"A": 1})
+    with pytest.raises(ValueError, match="drop"):
+        child_env(drop="TRITON_CACHE_DIR")
 
 
 def test_compile_phases_nest_and_handle_cache_hits():

@@ -7,6 +7,8 @@ import torch
 
 from helpers import counters, env, models
 
+TINY = models.gpt2_size("cpu", n_layer=1, n_embd=32, n_head=2, vocab_size=64, n_positions=16, seq_len=8)
+
 
 def test_mlp_sizes_by_device():
     for device in ("cpu", "cuda", "mps"):
@@ -115,14 +117,74 @@ def test_environment_card_and_hardware():
         env.environment_card("tpu")
 
 
-def test_seed_and_setup():
-    env.seed_everything(3)
-    first = torch.rand(2)
+def test_setup_seeds_and_sets_precision():
+    import random
+
     assert env.setup_notebook("cpu", seed=3) == "cpu"
-    assert torch.equal(first, torch.rand(2))
+    first = (torch.rand(2), random.random())
+    env.setup_notebook("cpu", seed=3)
+    assert torch.equal(first[0], torch.rand(2)) and first[1] == random.random()
     assert torch.get_float32_matmul_precision() == "high"
-    with pytest.raises(ValueError, match="seed"):
-        env.seed_everything(-1)
+    for bad in (-1, 1.5, True):
+        with pytest.raises(ValueError, match="seed"):
+            env.setup_notebook("cpu", seed=bad)
+
+
+def test_compile_counts_frames_under_fullgraph():
+    # Dynamo's own frames counter stays 0 under fullgraph=True; CompileCounts counts the compile.
+    torch._dynamo.reset()
+    doubled = torch.compile(lambda x: x * 2, backend="eager", fullgraph=True)
+    with counters.CompileCounts() as counts:
+        doubled(torch.ones(2))
+        doubled(torch.ones(2, dtype=torch.float64))
+    assert (counts.frames, counts.graphs, counts.recompilations) == (2, 2, 1)
+    assert (
+        counts.as_dict()["frames"] == 2 and counts.as_dict()["recompile_reasons"] == counts.recompile_reasons
+    )
+    torch._dynamo.reset()
+
+
+def test_compile_counts_do_not_count_a_frame_past_the_recompile_limit():
+    torch._dynamo.reset()
+    doubled = torch.compile(lambda x: x * 2, backend="eager", dynamic=False)
+    with torch._dynamo.config.patch(recompile_limit=2), counters.CompileCounts() as counts:
+        import logging
+
+        logging.disable(logging.WARNING)
+        try:
+            for n in range(1, 5):
+                doubled(torch.ones(n))
+        finally:
+            logging.disable(logging.NOTSET)
+    assert counts.frames == 2 == counts.graphs
+    torch._dynamo.reset()
+
+
+def test_short_reason_wants_text():
+    assert counters.short_reason("0/1: x.size()[0] == 2  # f.py:3") == "x.size()[0] == 2"
+    with pytest.raises(TypeError, match="text must be a str"):
+        counters.short_reason(None)
+
+
+@pytest.mark.parametrize(
+    ("call", "error", "match"),
+    [
+        (lambda: models.build_mlp("cpu", seed=-1), ValueError, "seed"),
+        (lambda: models.random_tokens({"vocab_size": 8}), TypeError, "size must be a GPT2Size"),
+        (lambda: models.random_tokens(models.gpt2_size("cpu"), seed=1.5), ValueError, "seed"),
+        (
+            lambda: models.save_and_reload(models.build_gpt2(TINY, via_pretrained=False), 3),
+            TypeError,
+            "folder",
+        ),
+        (lambda: env.hardware_name("tpu"), ValueError, "device"),
+        (lambda: env.machine_load(0), ValueError, "sample_s"),
+        (lambda: env.setup_notebook("gpu"), ValueError, "device"),
+    ],
+)
+def test_bad_input_names_the_argument(call, error, match):
+    with pytest.raises(error, match=match):
+        call()
 
 
 def test_every_counter_key_moves_in_a_real_compile(tmp_path, monkeypatch):
@@ -159,5 +221,5 @@ def test_every_counter_key_moves_in_a_real_compile(tmp_path, monkeypatch):
     with CompileCounts() as counts:
         torch.compile(broken, backend="eager")(torch.ones(2))
     torch._dynamo.reset()
-    assert counts.graph_breaks == 1
+    assert counts.graph_breaks == 1 and counts.frames == 2
     assert moved == set(_COUNTER_KEYS), f"never moved: {sorted(set(_COUNTER_KEYS) - moved)}"

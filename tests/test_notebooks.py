@@ -125,3 +125,87 @@ def test_title_run_time_is_the_readmes(path):
 def test_one_kernelspec_for_all_notebooks():
     specs = {p.name: _read(p).metadata.get("kernelspec", {}).get("name") for p in NOTEBOOKS}
     assert set(specs.values()) == {"python3"}, specs
+
+
+DEEP_DIVE = "Deep dive (optional)"
+HEADING = re.compile(r"^(#{2,4}) (.*)$", re.MULTILINE)
+SECTION_NUMBER = re.compile(r"^\d+(\.\d+)*\.?\s+")
+
+
+def _deep_dive_flags(cells) -> list[bool]:
+    """For each cell, whether it lies in a section whose heading starts a deep dive."""
+    flags, level = [], None  # level: the heading depth of the deep dive we are in
+    for cell in cells:
+        if cell.cell_type == "markdown":
+            for hashes, title in HEADING.findall(cell.source):
+                if SECTION_NUMBER.sub("", title).startswith(DEEP_DIVE):
+                    level = len(hashes) if level is None else min(level, len(hashes))
+                elif level is not None and len(hashes) <= level:
+                    level = None
+        flags.append(level is not None)
+    return flags
+
+
+def _names(source: str) -> tuple[set[str], set[str], set[str]]:
+    """Module-level names a cell defines, every name it reads, and every name it binds anywhere."""
+    import ast
+
+    code = "\n".join(line for line in source.splitlines() if not line.lstrip().startswith(("%", "!")))
+    tree = ast.parse(code)
+    defined: set[str] = set()
+    scopes = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Lambda)
+
+    def top_level(node):
+        for child in ast.iter_child_nodes(node):
+            if isinstance(child, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+                defined.add(child.name)
+            elif isinstance(child, (ast.Import, ast.ImportFrom)):
+                defined.update((a.asname or a.name).split(".")[0] for a in child.names)
+            elif isinstance(child, ast.Name) and isinstance(child.ctx, ast.Store):
+                defined.add(child.id)
+            if not isinstance(child, scopes):
+                top_level(child)
+
+    top_level(tree)
+    read = {n.id for n in ast.walk(tree) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load)}
+    bound = {n.id for n in ast.walk(tree) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store)}
+    bound |= {a.arg for n in ast.walk(tree) if isinstance(n, ast.arguments) for a in n.args + n.kwonlyargs}
+    return defined, read, bound
+
+
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.name)
+def test_core_path_runs_without_the_deep_dives(path):
+    # A workshop skips every "Deep dive (optional)" section: no later core cell may read a name
+    # that only a deep dive defines (unless it asks `"name" in globals()` first).
+    cells = _read(path).cells
+    only_in_deep_dives: set[str] = set()
+    for cell, deep in zip(cells, _deep_dive_flags(cells), strict=True):
+        if cell.cell_type != "code":
+            continue
+        defined, read, bound = _names(cell.source)
+        if deep:
+            only_in_deep_dives |= defined
+            continue
+        checked = set(re.findall(r"""["'](\w+)["'] (?:not )?in globals\(\)""", cell.source))
+        if checked & only_in_deep_dives:  # the cell handles a skipped deep dive itself
+            continue
+        used = (read - bound) & only_in_deep_dives
+        assert not used, (
+            f"a core cell reads {sorted(used)}, which only a deep dive defines:\n{cell.source[:200]}"
+        )
+        only_in_deep_dives -= defined
+
+
+def test_the_readme_workshop_plan_names_every_deep_dive():
+    readme = (NOTEBOOK_DIR.parent / "README.md").read_text(encoding="utf-8")
+    plan = readme.split("<!-- workshop-plan -->", 1)[-1].split("<!-- /workshop-plan -->", 1)[0]
+    assert plan.strip(), "README.md needs its workshop plan between <!-- workshop-plan --> markers"
+    for path in NOTEBOOKS:
+        row = next((line for line in plan.splitlines() if f"notebooks/{path.name}" in line), "")
+        assert row, f"the workshop plan has no row for {path.name}"
+        for _depth, title in HEADING.findall("\n".join(c.source for c in _read(path).cells)):
+            if DEEP_DIVE in title:
+                topic = title.split(DEEP_DIVE, 1)[1].lstrip(": ").split(",")[0].replace("`", "")
+                assert topic.lower()[:24] in row.replace("`", "").lower(), (
+                    f"the workshop plan's row for {path.name} does not name the deep dive {title!r}"
+                )

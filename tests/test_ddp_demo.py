@@ -1,26 +1,26 @@
-"""Training helpers (helpers.training) and the DDP demo with its launcher (helpers.ddp_demo)."""
+"""The DDP demo with its launcher (helpers.ddp_demo), and the dropout-free GPT-2 it trains."""
 
 from __future__ import annotations
 
 import os
-import socket
 import sys
 from pathlib import Path
 
 import pytest
 import torch
 
-from helpers import ddp_demo, training
-from helpers.models import gpt2_size, random_tokens
+from helpers import ddp_demo
+from helpers.models import build_gpt2, gpt2_size, random_tokens
 
 TINY = dict(n_layer=1, n_embd=32, n_head=2, vocab_size=64, n_positions=16, seq_len=8, batch=4)
 # Small, but over 2 MB of parameters, so that 1 MB buckets split it.
 DDP_SIZE = dict(n_layer=2, n_embd=128, n_head=2, vocab_size=1024, n_positions=16, seq_len=8, batch=4)
 
 
-def test_training_gpt2_has_no_dropout_and_is_reproducible():
+def test_gpt2_without_dropout_is_reproducible_in_train_mode():
     size = gpt2_size("cpu", **TINY)
-    first, second = training.training_gpt2(size, seed=3), training.training_gpt2(size, seed=3)
+    first = build_gpt2(size, seed=3, dropout=0.0, via_pretrained=False).train()
+    second = build_gpt2(size, seed=3, dropout=0.0, via_pretrained=False).train()
     assert first.training and first.loss_type == "ForCausalLM"
     config = first.config
     assert (config.resid_pdrop, config.embd_pdrop, config.attn_pdrop) == (0.0, 0.0, 0.0)
@@ -29,38 +29,19 @@ def test_training_gpt2_has_no_dropout_and_is_reproducible():
     # No dropout: two forward passes in train mode give the same loss.
     losses = [first(input_ids=tokens, labels=tokens).loss for _ in range(2)]
     assert torch.equal(*losses)
+    # GPT-2's own dropout (0.1) draws random numbers: two passes differ.
+    dropping = build_gpt2(size, seed=3, via_pretrained=False).train()
+    assert dropping.config.attn_pdrop == 0.1
+    assert not torch.equal(*[dropping(input_ids=tokens, labels=tokens).loss for _ in range(2)])
 
 
-@pytest.mark.parametrize(("kwargs", "match"), [({"size": "small"}, "size"), ({"seed": -1}, "seed")])
-def test_training_gpt2_rejects_bad_input(kwargs, match):
-    arguments = {"size": gpt2_size("cpu", **TINY), **kwargs}
+@pytest.mark.parametrize(
+    ("kwargs", "match"),
+    [({"dropout": 1.0}, "dropout"), ({"dropout": "0"}, "dropout"), ({"seed": -1}, "seed")],
+)
+def test_build_gpt2_rejects_bad_dropout_and_seed(kwargs, match):
     with pytest.raises(ValueError, match=match):
-        training.training_gpt2(**arguments)
-
-
-def test_saved_activations_counts_storages_once_and_excludes():
-    x = torch.randn(100, requires_grad=True)
-    weight = torch.randn(100, requires_grad=True)
-    everything = training.saved_activations(lambda: (torch.sin(x) * weight).sum())
-    without_weight = training.saved_activations(lambda: (torch.sin(x) * weight).sum(), exclude=[weight])
-    assert everything.count == without_weight.count + 1
-    assert without_weight.nbytes == without_weight.count * 400
-    with pytest.raises(ValueError, match="fn"):
-        training.saved_activations(42)
-    with pytest.raises(ValueError, match="exclude"):
-        training.saved_activations(lambda: None, exclude=[1, 2])
-
-
-def test_peak_memory_bytes_sees_a_temporary():
-    def make_temporary():
-        return torch.ones(2048, 1024).sum()  # an 8 MB temporary, freed at once
-
-    make_temporary()
-    assert training.peak_memory_bytes(make_temporary, device="cpu") >= 8 * 2**20
-    with pytest.raises(ValueError, match="fn"):
-        training.peak_memory_bytes("not callable")
-    with pytest.raises(ValueError, match="device"):
-        training.peak_memory_bytes(make_temporary, device="tpu")
+        build_gpt2(gpt2_size("cpu", **TINY), via_pretrained=False, **kwargs)
 
 
 def test_shard_splits_into_equal_parts():
@@ -74,14 +55,6 @@ def test_shard_splits_into_equal_parts():
     ]:
         with pytest.raises(ValueError, match=match):
             ddp_demo.shard(batch, **kwargs)
-
-
-def test_free_port_can_be_bound():
-    port = ddp_demo.free_port()
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
-        sock.bind(("127.0.0.1", port))
-    with pytest.raises(ValueError, match="host"):
-        ddp_demo.free_port("")
 
 
 @pytest.mark.parametrize(
@@ -141,7 +114,7 @@ def test_ddp_on_two_processes_matches_one_process_and_leaves_no_process():
     assert result.subgraphs_without_split == (1, 1)
 
     size = gpt2_size("cpu", **DDP_SIZE)
-    model = training.training_gpt2(size, seed=0)
+    model = build_gpt2(size, seed=0, via_pretrained=False, dropout=0.0).train()
     optimizer = torch.optim.AdamW(model.parameters(), lr=1e-3)
     tokens = random_tokens(size, seed=0)
     losses = []

@@ -1,0 +1,40 @@
+"""The exercises' self-check (helpers.exercises)."""
+
+from __future__ import annotations
+
+import pytest
+
+from helpers.exercises import check_answer
+
+
+def test_not_answered_right_and_wrong():
+    assert check_answer(2, None, 4, hint="guards") == "Exercise 2: not answered yet."
+    assert check_answer(2, 4, 4, hint="guards") == "Exercise 2: correct."
+    with pytest.raises(AssertionError, match=r"Exercise 2: expected 4, got 3\. Hint: guards\."):
+        check_answer(2, 3, 4, hint="guards")
+
+
+def test_answers_of_a_function_on_several_cases():
+    expected = {"a": True, "b": False}
+    assert check_answer(1, {"a": None, "b": None}, expected, hint="h") == "Exercise 1: not answered yet."
+    assert check_answer(1, dict(expected), expected, hint="h") == "Exercise 1: correct."
+    with pytest.raises(AssertionError, match=r"wrong for \{'b': True\}"):
+        check_answer(1, {"a": True, "b": True}, expected, hint="h")
+
+
+def test_a_custom_unanswered_value():
+    assert check_answer("3", -1, 7, hint="h", unanswered=-1) == "Exercise 3: not answered yet."
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "error", "match"),
+    [
+        ({"exercise": 1.5}, TypeError, "exercise"),
+        ({"hint": ""}, ValueError, "hint"),
+        ({"hint": None}, ValueError, "hint"),
+    ],
+)
+def test_bad_input_names_the_argument(kwargs, error, match):
+    arguments = {"exercise": 1, "answer": 1, "expected": 1, "hint": "h", **kwargs}
+    with pytest.raises(error, match=match):
+        check_answer(**arguments)
