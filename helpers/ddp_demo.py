@@ -116,7 +116,7 @@ def train_on_rank(
     size = gpt2_size("cpu", **size_overrides)
     # The same weights on every rank (DDP also broadcasts rank 0's); no dropout, so the losses
     # can be compared with one process's.
-    model = build_gpt2(size, seed=seed, via_pretrained=False, dropout=0.0).train()
+    model = build_gpt2(size, device="cpu", seed=seed, via_pretrained=False, dropout=0.0).train()
     ddp_model = DDP(model, bucket_cap_mb=bucket_cap_mb)
     optimizer = torch.optim.AdamW(ddp_model.parameters(), lr=1e-3)
 

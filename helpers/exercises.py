@@ -39,6 +39,8 @@ def check_answer(
     if answer != expected:
         if isinstance(answer, Mapping) and isinstance(expected, Mapping):
             wrong = {key: answer.get(key) for key in expected if answer.get(key) != expected[key]}
-            raise AssertionError(f"{label}: wrong for {wrong}. Hint: {hint.rstrip('.')}.")
+            extra = sorted(map(str, set(answer) - set(expected)))
+            what = f"wrong for {wrong}" if wrong else f"unexpected keys {extra}"
+            raise AssertionError(f"{label}: {what}. Hint: {hint.rstrip('.')}.")
         raise AssertionError(f"{label}: expected {expected!r}, got {answer!r}. Hint: {hint.rstrip('.')}.")
     return f"{label}: correct."

@@ -20,6 +20,8 @@ def test_answers_of_a_function_on_several_cases():
     assert check_answer(1, dict(expected), expected, hint="h") == "Exercise 1: correct."
     with pytest.raises(AssertionError, match=r"wrong for \{'b': True\}"):
         check_answer(1, {"a": True, "b": True}, expected, hint="h")
+    with pytest.raises(AssertionError, match=r"unexpected keys \['c'\]"):
+        check_answer(1, {**expected, "c": True}, expected, hint="h")
 
 
 def test_a_custom_unanswered_value():
