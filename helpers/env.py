@@ -9,6 +9,7 @@ from __future__ import annotations
 import os
 import platform
 import sys
+import warnings
 from importlib import metadata
 
 import torch
@@ -139,7 +140,10 @@ def setup_notebook(device: str | torch.device | None = None, seed: int = 0) -> s
             f"This course is tested on torch >= {MIN_TORCH}; this is torch {torch.__version__}. "
             f"Some cells may fail: pip install 'torch>={MIN_TORCH}' (on Colab: Runtime > Change runtime)."
         )
-    from transformers import set_seed
+    with warnings.catch_warnings():
+        # tqdm.auto, imported by transformers, warns when ipywidgets is missing (a machine's path in it).
+        warnings.filterwarnings("ignore", message="IProgress not found")
+        from transformers import set_seed
 
     set_seed(seed)
     torch.set_float32_matmul_precision("high")
