@@ -180,4 +180,10 @@ class CompileCounts:
 
 
 # The integer counts of CompileCounts, in the order summary() prints them.
-_COUNT_NAMES = ("frames", "graphs", "graph_breaks", "recompilations", *list(_COUNTER_KEYS)[1:])
+_COUNT_NAMES = (
+    "frames",
+    "graphs",
+    "graph_breaks",
+    "recompilations",
+    *(name for name in _COUNTER_KEYS if name != "graphs"),
+)
