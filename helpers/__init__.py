@@ -17,7 +17,9 @@ Modules, one job each:
 - ``helpers.cache``: compiling in a fresh process with its own cache (cold and warm starts).
 - ``helpers.ddp_demo``: the process plumbing of a compiled DDP run on CPU processes.
 - ``helpers.decoding``: static-cache greedy decoding and the bytes a decoding step reads.
-- ``helpers.exercises``: the self-check every exercise ends with.
+- ``helpers.exercises``: the self-check every exercise ends with (``check_answer``), and each
+  notebook's exercise checks (``helpers.exercises.nb01`` ...), tested with wrong answers.
+- ``helpers.tables``: a table a notebook shows (rendered, not printed as raw pipes).
 
 Importing ``helpers`` imports nothing heavy; import the modules you need.
 """
