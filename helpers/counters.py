@@ -105,22 +105,52 @@ _COUNTER_KEYS = {
 
 def _snapshot() -> dict[str, int]:
     counters = dynamo_utils.counters
-    values = {name: int(counters[group][key]) for name, (group, key) in _COUNTER_KEYS.items()}
-    values["graph_breaks"] = sum(counters["graph_break"].values())
-    return values
+    return {name: int(counters[group][key]) for name, (group, key) in _COUNTER_KEYS.items()}
+
+
+# Dynamo names the function it resumes in after a graph break ``torch_dynamo_resume_in_<fn>_at_<line>``
+# (torch/_dynamo/resume_execution.py, the same on every release the course accepts).
+try:
+    from torch._dynamo.resume_execution import TORCH_DYNAMO_RESUME_IN_PREFIX as _RESUME_PREFIX
+except ImportError:  # pragma: no cover - a release that moved it; the name itself is stable
+    _RESUME_PREFIX = "torch_dynamo_resume_in"
+
+
+def _is_frame(record: Any) -> bool:
+    """A compilation record of a Python frame Dynamo compiled (not a failed one, not a backward).
+
+    AOTAutograd adds a record with no code name (``is_forward=False``) when it compiles a backward
+    graph, and only on a cache miss: counting it would make ``frames`` depend on the cache.
+    """
+    return (
+        not getattr(record, "fail_type", None)
+        and getattr(record, "co_name", None) is not None
+        and getattr(record, "is_forward", True) is not False
+    )
+
+
+def _is_resume_after_break(record: Any) -> bool:
+    """A frame Dynamo compiled to resume after a graph break (one per break, whatever its kind)."""
+    return _is_frame(record) and str(record.co_name).startswith(_RESUME_PREFIX)
 
 
 @dataclass
 class CompileCounts:
     """Counts what the compiler did inside a ``with`` block.
 
-    Attributes (all deltas over the block): ``frames`` (Python frames Dynamo compiled, one per
-    compilation or recompilation, with or without ``fullgraph=True``: counted from Dynamo's
-    compilation records, since its ``frames`` counter skips ``fullgraph`` compiles),
-    ``graphs``, ``graph_breaks``, ``recompilations`` and
-    ``recompile_reasons`` (the guard that failed on a frame compiled before, as
-    :func:`short_reason` gives it), FX-graph and
-    AOTAutograd cache ``*_hits``/``*_misses``, and ``cudagraph_skips``.
+    Attributes (all deltas over the block), read from Dynamo's compilation records
+    (``torch._dynamo.utils.get_compilation_metrics()``) and counters (``torch._dynamo.utils.counters``):
+
+    - ``frames``: Python frames Dynamo compiled, one per compilation or recompilation, with or
+      without ``fullgraph=True``; a failed compile and AOTAutograd's backward record are not frames.
+    - ``graphs``: FX graphs handed to the backend (``counters["stats"]["unique_graphs"]``).
+    - ``graph_breaks``: frames Dynamo compiled to resume after a graph break, one per break of any
+      kind (data-dependent branch, print, ``.item()``, unsupported call, a break in a nested call).
+      These are the breaks ``torch._dynamo.explain`` lists in ``break_reasons``, plus a break
+      before the first operation, which explain cannot list: no graph ends there.
+    - ``recompilations`` and ``recompile_reasons`` (the guard that failed on a frame compiled
+      before, as :func:`short_reason` gives it).
+    - FX-graph and AOTAutograd cache ``*_hits``/``*_misses``, and ``cudagraph_skips``.
 
     Example:
         >>> torch._dynamo.reset()
@@ -160,7 +190,8 @@ class CompileCounts:
             setattr(self, name, value - self._before[name])
         new = [m for m in dynamo_utils.get_compilation_metrics() if id(m) not in self._seen_metrics]
         # One record per frame compile; a failed one (e.g. past the recompile limit) compiled nothing.
-        self.frames = sum(1 for m in new if not getattr(m, "fail_type", None))
+        self.frames = sum(1 for m in new if _is_frame(m))
+        self.graph_breaks = sum(1 for m in new if _is_resume_after_break(m))
         reasons = [m.recompile_reason for m in new if m.recompile_reason]
         self.recompilations = len(reasons)
         self.recompile_reasons = [short_reason(r) for r in reasons]
