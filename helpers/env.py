@@ -88,6 +88,24 @@ def machine_load(sample_s: float = 0.5) -> str:
     return f"1-min load average {load} on {cpus} CPUs; CPU busy {busy:.0f}% over {sample_s:g} s"
 
 
+def float32_matmul_setting() -> str:
+    """The global float32 matmul precision, and what it means on each backend that reads it.
+
+    ``torch.set_float32_matmul_precision("high")`` lets CUDA use TF32 and, from torch 2.9 on,
+    also sets oneDNN's CPU float32 matmuls to TF32 (``torch.backends.mkldnn.matmul.fp32_precision``):
+    on a CPU with a reduced-precision path float32 is then not exact float32.
+
+    Example:
+        >>> float32_matmul_setting().split()[0] in {"highest", "high", "medium"}
+        True
+    """
+    text = torch.get_float32_matmul_precision()
+    mkldnn = getattr(getattr(torch.backends.mkldnn, "matmul", None), "fp32_precision", None)
+    if mkldnn is not None:
+        text += f" (oneDNN CPU float32 matmul: {mkldnn})"
+    return text
+
+
 def environment_card(device: str | torch.device | None = None) -> str:
     """The versions, device and hardware a notebook ran with, as printable text.
 
@@ -104,6 +122,7 @@ def environment_card(device: str | torch.device | None = None) -> str:
         "device": name,
         "hardware": hardware_name(name),
         "cpu threads": str(torch.get_num_threads()),
+        "float32 matmul": float32_matmul_setting(),
         "load": machine_load(),
         "compile": str(compile_support(name)),
     }
@@ -123,8 +142,10 @@ def setup_notebook(device: str | torch.device | None = None, seed: int = 0) -> s
     :func:`helpers.guard.skip_marked_cells`).
 
     ``torch.set_float32_matmul_precision("high")`` lets Ampere+ GPUs use TF32 and stops
-    Inductor's TF32 notice from appearing on one machine and not another. In a notebook it
-    also makes ``display(fig)`` render the helpers' figures inline. Returns the device type.
+    Inductor's TF32 notice from appearing on one machine and not another; from torch 2.9 on it
+    also lets oneDNN's CPU float32 matmuls use a reduced-precision path where the CPU has one.
+    The environment card prints the setting (``float32 matmul``). In a notebook it also makes
+    ``display(fig)`` render the helpers' figures inline. Returns the device type.
 
     Example:
         >>> setup_notebook("cpu")

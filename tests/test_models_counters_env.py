@@ -110,7 +110,16 @@ def test_compile_counts_nothing_when_nothing_compiles():
 
 def test_environment_card_and_hardware():
     card = env.environment_card("cpu")
-    for key in ("python", "torch", "transformers", "device", "hardware", "cpu threads", "compile"):
+    for key in (
+        "python",
+        "torch",
+        "transformers",
+        "device",
+        "hardware",
+        "cpu threads",
+        "float32 matmul",
+        "compile",
+    ):
         assert key in card
     assert env.hardware_name("cpu").startswith("CPU: ")
     with pytest.raises(ValueError, match="device"):
