@@ -58,6 +58,29 @@ def hardware_name(device: str | torch.device | None = None) -> str:
     return f"CPU: {cpu_name()}, {threads} thread{'' if threads == 1 else 's'}"
 
 
+#: The oldest transformers the course runs on (requirements.txt's lower bound; a test keeps them equal).
+MIN_TRANSFORMERS = "4.56"
+
+
+def transformers_advice() -> str | None:
+    """One sentence saying what to run when transformers is missing or older than the course's floor.
+
+    Colab ships its own transformers; the notebooks build GPT-2 with APIs from 4.56 on.
+
+    Example:
+        >>> transformers_advice() is None  # the installed transformers is recent enough
+        True
+    """
+    installed = _version("transformers")
+    if installed != "not installed" and parse_version(installed) >= parse_version(MIN_TRANSFORMERS):
+        return None
+    return (
+        f"This course needs transformers >= {MIN_TRANSFORMERS} and found {installed}: run "
+        f"`pip install -q 'transformers>={MIN_TRANSFORMERS}'` (in a notebook: `%pip install ...`), "
+        "then restart the kernel (on Colab: Runtime > Restart session)."
+    )
+
+
 def _version(package: str) -> str:
     try:
         return metadata.version(package)
@@ -161,6 +184,9 @@ def setup_notebook(device: str | torch.device | None = None, seed: int = 0) -> s
             f"This course is tested on torch >= {MIN_TORCH}; this is torch {torch.__version__}. "
             f"Some cells may fail: pip install 'torch>={MIN_TORCH}' (on Colab: Runtime > Change runtime)."
         )
+    advice = transformers_advice()
+    if advice:
+        raise SystemExit(advice)
     with warnings.catch_warnings():
         # tqdm.auto, imported by transformers, warns when ipywidgets is missing (a machine's path in it).
         warnings.filterwarnings("ignore", message="IProgress not found")

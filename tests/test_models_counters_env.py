@@ -232,3 +232,17 @@ def test_every_counter_key_moves_in_a_real_compile(tmp_path, monkeypatch):
     torch._dynamo.reset()
     assert counts.graph_breaks == 1 and counts.frames == 2
     assert moved == set(_COUNTER_KEYS), f"never moved: {sorted(set(_COUNTER_KEYS) - moved)}"
+
+
+def test_transformers_floor_matches_requirements_and_says_what_to_run(monkeypatch):
+    from pathlib import Path
+
+    requirements = (Path(__file__).resolve().parent.parent / "requirements.txt").read_text()
+    assert f"transformers>={env.MIN_TRANSFORMERS}\n" in requirements
+    assert env.transformers_advice() is None
+    for old in ("4.41.2", "not installed"):
+        monkeypatch.setattr(env, "_version", lambda package, old=old: old)
+        advice = env.transformers_advice()
+        assert f"found {old}" in advice and f"pip install -q 'transformers>={env.MIN_TRANSFORMERS}'" in advice
+        with pytest.raises(SystemExit, match="restart"):
+            env.setup_notebook("cpu")

@@ -9,7 +9,7 @@ import nbformat
 import pytest
 
 from tools.run_notebooks import RUN_TIME_TEXT
-from tools.setup_cell import SETUP_TAG, colab_url, setup_cell_source
+from tools.setup_cell import SETUP_METADATA, SETUP_TAG, colab_url, setup_cell_source
 
 NOTEBOOK_DIR = Path(__file__).resolve().parent.parent / "notebooks"
 NOTEBOOKS = sorted(NOTEBOOK_DIR.glob("*.ipynb"))
@@ -48,6 +48,9 @@ def test_setup_cell_matches_the_template(path):
     tagged = [c for c in _read(path).cells if SETUP_TAG in c.metadata.get("tags", [])]
     assert len(tagged) == 1, f"exactly one cell must carry the {SETUP_TAG!r} tag"
     assert tagged[0].source == setup_cell_source(), "run `make notebooks` to refresh the setup cell"
+    # Collapsed in Colab (a form) and JupyterLab (hidden source): the lesson is what a learner reads.
+    for key, value in SETUP_METADATA.items():
+        assert tagged[0].metadata.get(key) == value, f"the setup cell's metadata needs {key}={value!r}"
 
 
 @pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.name)

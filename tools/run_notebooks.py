@@ -19,6 +19,7 @@ and print a table of what passed; they do not need an idle machine.
 from __future__ import annotations
 
 import argparse
+import copy
 import json
 import os
 import re
@@ -34,7 +35,7 @@ from nbclient import NotebookClient
 from nbclient.exceptions import CellExecutionError
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-from tools.setup_cell import SETUP_TAG, setup_cell_source  # noqa: E402
+from tools.setup_cell import SETUP_METADATA, SETUP_TAG, setup_cell_source  # noqa: E402
 
 ROOT = Path(__file__).resolve().parent.parent
 NOTEBOOKS = ROOT / "notebooks"
@@ -54,6 +55,7 @@ def sync_setup_cell(notebook: nbformat.NotebookNode) -> None:
     for cell in notebook.cells:
         if SETUP_TAG in cell.get("metadata", {}).get("tags", []):
             cell.source = setup_cell_source()
+            cell.metadata.update(copy.deepcopy(SETUP_METADATA))
             notebook.metadata.update(COLAB_METADATA)
             return
     raise SystemExit(f"no cell tagged {SETUP_TAG!r}: add the setup cell first")

@@ -12,9 +12,14 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 SETUP_TAG = "course-setup"
 
+#: The cell is collapsed: a Colab form (the ``@title`` line, ``cellView``) and hidden source in
+#: JupyterLab, so the first thing a learner reads is the lesson.
+SETUP_METADATA = {"tags": [SETUP_TAG], "cellView": "form", "jupyter": {"source_hidden": True}}
+
 _TEMPLATE = """\
-# Setup. On Colab this installs the course helpers (Colab's own torch is kept); elsewhere it
-# does nothing once the course is installed (`make lab`), and falls back to ../helpers.
+# @title Setup (run this cell first) {{ display-mode: "form" }}
+# On Colab this installs the course helpers (Colab's own torch is kept); elsewhere it does
+# nothing once the course is installed (`make lab`), and falls back to ../helpers.
 import importlib.util
 import subprocess
 import sys
@@ -26,10 +31,12 @@ if importlib.util.find_spec("helpers") is None and (Path.cwd().parent / "helpers
     sys.path.insert(0, str(Path.cwd().parent))
 if importlib.util.find_spec("helpers") is None and "google.colab" in sys.modules:
     pip = [sys.executable, "-m", "pip", "install", "-q", f"git+{{COURSE_REPO}}"]
-    failed = subprocess.run(pip, capture_output=True, text=True).returncode
-    if failed:
+    installed = subprocess.run(pip, capture_output=True, text=True)
+    if installed.returncode:
+        pip_said = "\n".join((installed.stderr or installed.stdout).strip().splitlines()[-4:])
         raise SystemExit(f"Installing the course helpers from {{COURSE_REPO}} failed: check the URL (set "
-                         "COURSE_REPO to your fork's) and the runtime's network, then run this cell again.")
+                         "COURSE_REPO to your fork's) and the runtime's network, then run this cell again. "
+                         f"pip said:\n{{pip_said}}")
 import helpers  # noqa: E402
 
 if getattr(helpers, "COURSE", None) != "torch-compile-course":
