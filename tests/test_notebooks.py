@@ -213,3 +213,54 @@ def test_the_readme_workshop_plan_names_every_deep_dive():
                 assert topic.lower()[:24] in row.replace("`", "").lower(), (
                     f"the workshop plan's row for {path.name} does not name the deep dive {title!r}"
                 )
+
+
+# Facts of the machine that ran a notebook: a compared output holding one passes strict nbval only
+# on CPUs like it (02 printed "CPU capability: AVX2" and failed on an AVX512 machine). From what
+# helpers.env's card and the notebooks print: capability names, CPU vendors and models, cache
+# sizes, thread counts. Such outputs belong in a cell marked `# NBVAL_IGNORE_OUTPUT`.
+HARDWARE_FACT = re.compile(
+    r"\b(AVX-?512\w*|AVX2|AVX|AMX\w*|NEON|SVE2?|VSX|ZVECTOR)\b"
+    r"|\b(Intel|AMD|EPYC|Xeon|Ryzen|Threadripper|GenuineIntel|AuthenticAMD|Graviton|Neoverse|Apple M\d)\b"
+    r"|\b(L[123]|last[- ]level)( data)? cache\b[^\n]{0,40}\d"
+    r"|\d+(\.\d+)?\s?(KiB|MiB|KB|MB)\s+(of\s+)?(L[123]|last[- ]level)"
+    r"|\b\d+ (CPU )?threads\b|\bon \d+ CPUs\b",
+    re.IGNORECASE,
+)
+
+
+def _compared_outputs(cells):
+    """(cell index, text) of every output strict nbval compares (not in an ignored cell)."""
+    for index, cell in enumerate(cells):
+        if cell.cell_type != "code" or cell.source.startswith(IGNORE_MARK):
+            continue
+        for output in cell.get("outputs", []):
+            parts = [output.get("text", "")]
+            parts += [value for key, value in output.get("data", {}).items() if key.startswith("text/")]
+            yield index, "".join("".join(part) if isinstance(part, list) else part for part in parts)
+
+
+def test_the_hardware_check_catches_what_was_committed_before():
+    for text in [
+        "CPU capability: AVX2 | MKL in this build: True",
+        "ility: AVX512 | MKL in this build: True",
+        "CPU: AMD EPYC 7B13, 2 threads",
+        "hardware: CPU: Intel(R) Xeon(R) Processor",
+        "last-level cache: 32 MiB",
+        "L3 cache 260 MiB",
+        "a working set of 256 MiB past 32 MiB of L3",
+        "torch uses 2 threads",
+    ]:
+        assert HARDWARE_FACT.search(text), text
+    for text in ["graphs: 1, graph breaks: 0", "prepacked weights match eager", "model: 124 MiB of weights"]:
+        assert not HARDWARE_FACT.search(text), text
+
+
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.name)
+def test_no_hardware_fact_in_compared_outputs(path):
+    for index, text in _compared_outputs(_read(path).cells):
+        found = HARDWARE_FACT.search(text)
+        assert not found, (
+            f"cell {index} prints {found.group(0)!r} in an output strict nbval compares: it differs "
+            "between CPUs. Print it in a cell marked # NBVAL_IGNORE_OUTPUT."
+        )
