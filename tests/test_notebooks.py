@@ -264,3 +264,7 @@ def test_no_hardware_fact_in_compared_outputs(path):
             f"cell {index} prints {found.group(0)!r} in an output strict nbval compares: it differs "
             "between CPUs. Print it in a cell marked # NBVAL_IGNORE_OUTPUT."
         )
+
+
+def test_the_setup_cell_template_is_valid_python():
+    compile(setup_cell_source(), "setup cell", "exec")

@@ -33,10 +33,10 @@ if importlib.util.find_spec("helpers") is None and "google.colab" in sys.modules
     pip = [sys.executable, "-m", "pip", "install", "-q", f"git+{{COURSE_REPO}}"]
     installed = subprocess.run(pip, capture_output=True, text=True)
     if installed.returncode:
-        pip_said = "\n".join((installed.stderr or installed.stdout).strip().splitlines()[-4:])
+        pip_said = "\\n".join((installed.stderr or installed.stdout).strip().splitlines()[-4:])
         raise SystemExit(f"Installing the course helpers from {{COURSE_REPO}} failed: check the URL (set "
                          "COURSE_REPO to your fork's) and the runtime's network, then run this cell again. "
-                         f"pip said:\n{{pip_said}}")
+                         f"pip said:\\n{{pip_said}}")
 import helpers  # noqa: E402
 
 if getattr(helpers, "COURSE", None) != "torch-compile-course":
