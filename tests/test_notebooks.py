@@ -121,7 +121,7 @@ def test_title_run_time_points_to_the_readmes(path):
     title = _read(path).cells[0].source
     assert RUN_TIME_TEXT in title, "the title's run-time line is written by `make notebooks`"
     readme = (NOTEBOOK_DIR.parent / "README.md").read_text(encoding="utf-8")
-    assert re.search(rf"^\| {re.escape(path.name)} \| \d+ s \|$", readme, re.MULTILINE), (
+    assert re.search(rf"^\| {re.escape(path.name)} \| \d+ s \| \d+ s \|$", readme, re.MULTILINE), (
         "README's run-time table has no row for this notebook"
     )
 
@@ -268,3 +268,36 @@ def test_no_hardware_fact_in_compared_outputs(path):
 
 def test_the_setup_cell_template_is_valid_python():
     compile(setup_cell_source(), "setup cell", "exec")
+
+
+def test_the_workshop_plan_is_computed_and_fits_its_slots():
+    from tools import workshop_plan
+
+    readme = (NOTEBOOK_DIR.parent / "README.md").read_text(encoding="utf-8")
+    block = readme.split(workshop_plan.START, 1)[1].split(workshop_plan.END, 1)[0]
+    expected = workshop_plan.render(readme)
+    assert workshop_plan.START + block + workshop_plan.END == expected, (
+        "run python tools/workshop_plan.py --write"
+    )
+    over = {s: m for s, m in workshop_plan.slot_minutes(readme).items() if m > workshop_plan.SLOT_MINUTES}
+    assert not over, f"a workshop slot is over {workshop_plan.SLOT_MINUTES} minutes: {over}"
+
+
+def test_core_words_leave_out_the_title_deep_dives_solutions_and_folds():
+    from tools.workshop_plan import core_words, deep_dives, exercise_count
+
+    md, code = nbformat.v4.new_markdown_cell, nbformat.v4.new_code_cell
+    cells = [
+        md("# Title with five words"),
+        md("## 1. Lesson\n\none two three"),
+        md("<details><summary>Why</summary>\n\nfolded words here\n</details>\nfour"),
+        code("x = 1"),
+        md("## Deep dive (optional): caches, cold\n\nskipped words"),
+        md("### inside the dive\n\nstill skipped"),
+        md("## Exercises\n\n**Exercise 1.** five\n\n**Exercise 2.** six"),
+        md("## Solutions\n\nnot counted"),
+    ]
+    # density.py's rule: "## 1. Lesson" is two words, a folded block none, the Exercises cell seven.
+    assert core_words(cells) == 5 + 1 + 7
+    assert deep_dives(cells) == ["caches, cold"]
+    assert exercise_count(cells) == 2

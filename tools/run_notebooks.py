@@ -35,7 +35,9 @@ from nbclient import NotebookClient
 from nbclient.exceptions import CellExecutionError
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+from tools import workshop_plan  # noqa: E402
 from tools.setup_cell import SETUP_METADATA, SETUP_TAG, setup_cell_source  # noqa: E402
+from tools.workshop_plan import core_path_flags  # noqa: E402
 
 ROOT = Path(__file__).resolve().parent.parent
 NOTEBOOKS = ROOT / "notebooks"
@@ -116,8 +118,21 @@ def compiler_shims(scratch: Path, hide: bool) -> Path:
     return shims
 
 
-def run(path: Path, write: bool) -> tuple[float, str | None, int]:
-    """Execute one notebook; return seconds, the first failure (or None), and skipped-cell lines."""
+def _cell_seconds(cell: nbformat.NotebookNode) -> float:
+    """How long a cell ran (nbclient's timing record), which is then removed from the notebook."""
+    from datetime import datetime
+
+    timing = cell.get("metadata", {}).pop("execution", {})
+    start, end = timing.get("iopub.execute_input"), timing.get("shell.execute_reply")
+    if not (start and end):
+        return 0.0
+    parse = lambda stamp: datetime.fromisoformat(stamp.replace("Z", "+00:00"))  # noqa: E731
+    return (parse(end) - parse(start)).total_seconds()
+
+
+def run(path: Path, write: bool) -> tuple[float, float, str | None, int]:
+    """Execute one notebook; return seconds, the core path's seconds, the first failure (or None),
+    and skipped-cell lines."""
     notebook = nbformat.read(path, as_version=4)
     sync_setup_cell(notebook)
     failure = None
@@ -128,7 +143,7 @@ def run(path: Path, write: bool) -> tuple[float, str | None, int]:
             timeout=1200,
             kernel_name="python3",
             resources={"metadata": {"path": str(path.parent)}},
-            record_timing=False,
+            record_timing=True,  # per cell, for the core path's run time; removed before writing
         )
         start = time.perf_counter()
         try:
@@ -138,6 +153,11 @@ def run(path: Path, write: bool) -> tuple[float, str | None, int]:
                 raise
             failure = _first_failure(notebook, error)
         seconds = time.perf_counter() - start
+    core_seconds = sum(
+        _cell_seconds(cell)
+        for cell, core in zip(notebook.cells, core_path_flags(notebook.cells), strict=True)
+        if cell.cell_type == "code" and core
+    )
     if write:
         title = notebook.cells[0]
         if not RUN_TIME_LINE.search(title.source):
@@ -149,7 +169,7 @@ def run(path: Path, write: bool) -> tuple[float, str | None, int]:
         for cell in notebook.cells
         for out in cell.get("outputs", [])
     )
-    return seconds, failure, skipped
+    return seconds, core_seconds, failure, skipped
 
 
 def _first_failure(notebook: nbformat.NotebookNode, error: CellExecutionError) -> str:
@@ -179,10 +199,10 @@ def write_readme_table(rows: list[dict], label: str) -> None:
         f"{os.cpu_count()} CPUs, {platform.system()}, {label}; each notebook in a fresh kernel with "
         "its own cold Inductor cache, on an otherwise idle machine.",
         "",
-        "| notebook | run time |",
-        "|---|---|",
-        *(f"| {r['notebook']} | {r['seconds']:.0f} s |" for r in rows),
-        f"| total | {sum(r['seconds'] for r in rows):.0f} s |",
+        "| notebook | run time | core path |",
+        "|---|---|---|",
+        *(f"| {r['notebook']} | {r['seconds']:.0f} s | {r['core_seconds']:.0f} s |" for r in rows),
+        f"| total | {sum(r['seconds'] for r in rows):.0f} s | {sum(r['core_seconds'] for r in rows):.0f} s |",
         end,
     ]
     head, rest = text.split(start, 1)
@@ -200,16 +220,21 @@ def update_readme_rows(rows: list[dict]) -> None:
     text = readme.read_text(encoding="utf-8")
     for row in rows:
         text, found = re.subn(
-            rf"^\| {re.escape(row['notebook'])} \| \d+ s \|$",
-            f"| {row['notebook']} | {row['seconds']:.0f} s |",
+            rf"^\| {re.escape(row['notebook'])} \| \d+ s \| \d+ s \|$",
+            f"| {row['notebook']} | {row['seconds']:.0f} s | {row['core_seconds']:.0f} s |",
             text,
             flags=re.MULTILINE,
         )
         if not found:
             raise SystemExit(f"README.md's run-time table has no row for {row['notebook']}: run them all")
-    seconds = [int(s) for s in re.findall(r"^\| \d\d_\w+\.ipynb \| (\d+) s \|$", text, flags=re.MULTILINE)]
+    measured = re.findall(r"^\| \d\d_\w+\.ipynb \| (\d+) s \| (\d+) s \|$", text, flags=re.MULTILINE)
+    total, core = (sum(int(pair[i]) for pair in measured) for i in (0, 1))
     text = re.sub(
-        r"^\| total \| \d+ s \|$", f"| total | {sum(seconds)} s |", text, count=1, flags=re.MULTILINE
+        r"^\| total \| \d+ s \| \d+ s \|$",
+        f"| total | {total} s | {core} s |",
+        text,
+        count=1,
+        flags=re.MULTILINE,
     )
     readme.write_text(text, encoding="utf-8")
     print("README.md: run-time rows updated for " + ", ".join(r["notebook"] for r in rows))
@@ -276,9 +301,15 @@ def _run_all(paths: list[Path], args: argparse.Namespace, scratch: Path) -> int:
                 )
                 return 3
         print(f"running {path.name} ...", flush=True)
-        seconds, failure, skipped = run(path, write=not (args.benchmark or args.lax))
+        seconds, core_seconds, failure, skipped = run(path, write=not (args.benchmark or args.lax))
         rows.append(
-            {"notebook": path.name, "seconds": round(seconds, 1), "failure": failure, "skipped": skipped}
+            {
+                "notebook": path.name,
+                "seconds": round(seconds, 1),
+                "core_seconds": round(core_seconds, 1),
+                "failure": failure,
+                "skipped": skipped,
+            }
         )
         status = "FAILED " + failure if failure else "ok"
         over = "  OVER BUDGET" if seconds > BUDGET_S else ""
@@ -306,8 +337,10 @@ def _run_all(paths: list[Path], args: argparse.Namespace, scratch: Path) -> int:
         and not args.prefixes
     ):
         write_readme_table(rows, label)
+        workshop_plan.write_readme()
     elif not (args.benchmark or args.lax) and args.prefixes and not any(r["failure"] for r in rows):
         update_readme_rows(rows)
+        workshop_plan.write_readme()
     if args.json:
         args.json.write_text(
             json.dumps({"label": label, "rows": rows, "compiler_calls": compiler_calls}, indent=1)
