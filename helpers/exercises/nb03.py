@@ -1,0 +1,244 @@
+"""Self-checks for notebook 03's exercises: each compiles the learner's answer and reads a fact.
+
+All three compile with ``backend="eager"``: they count what Dynamo does (graphs, graph breaks),
+which needs no code generation.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import io
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any
+
+import torch
+from torch import nn
+
+from helpers.counters import CompileCounts
+from helpers.exercises import check_answer
+
+
+def _quiet() -> contextlib.redirect_stdout:
+    """Keep the debugging prints of the learner's code out of the check's output."""
+    return contextlib.redirect_stdout(io.StringIO())
+
+
+def _breaks(fn: Callable[..., Any], *args: Any) -> int:
+    """Graph breaks while the default ``torch.compile`` runs ``fn`` once (prints kept quiet)."""
+    torch._dynamo.reset()
+    try:
+        with _quiet(), CompileCounts() as counts:
+            torch.compile(fn, backend="eager")(*args)
+    finally:
+        torch._dynamo.reset()
+    return counts.graph_breaks
+
+
+def check_break_predictions(
+    predictions: Mapping[str, bool | None], functions: Sequence[Callable[[torch.Tensor], Any]]
+) -> str:
+    """Exercise 1: compile each function on a (3, 4) input; compare "breaks or not" with ``predictions``.
+
+    ``predictions`` maps each function's name to ``True`` (it breaks) or ``False``; all ``None``
+    means not answered yet. A wrong prediction raises ``AssertionError`` naming the functions.
+
+    Example:
+        >>> def doubled(x):
+        ...     return x * 2
+        >>> check_break_predictions({"doubled": None}, [doubled])
+        'Exercise 1: not answered yet.'
+    """
+    if not isinstance(predictions, Mapping):
+        raise TypeError(f"predictions must be a dict of function name -> True/False; got {predictions!r}")
+    if isinstance(functions, (str, bytes)) or not isinstance(functions, Sequence) or not functions:
+        raise TypeError("functions must be a non-empty list of the exercise's functions")
+    names = [getattr(fn, "__name__", None) for fn in functions]
+    if not all(callable(fn) for fn in functions):
+        raise TypeError("functions must hold only functions")
+    unknown = sorted(set(predictions) - set(names))
+    if unknown:
+        raise ValueError(f"predictions names functions that are not in the exercise: {unknown}")
+    bad = {k: v for k, v in predictions.items() if v is not None and not isinstance(v, bool)}
+    if bad:
+        raise TypeError(f"predictions must be True, False or None; got {bad}")
+    answers = {name: predictions.get(name) for name in names}
+    if all(value is None for value in answers.values()):
+        return "Exercise 1: not answered yet."
+    matrix = torch.randn(3, 4, generator=torch.Generator().manual_seed(0))
+    actual = {name: _breaks(fn, matrix) > 0 for name, fn in zip(names, functions, strict=True)}
+    verdict = check_answer(
+        1,
+        answers,
+        actual,
+        hint=(
+            "does Python need a tensor's *values* there, or only what is known while tracing "
+            "(shapes, dims)? Run graph_report(fn, torch.randn(3, 4)) on the ones you got wrong"
+        ),
+    )
+    return verdict + " " + ", ".join(f"{n}: {'breaks' if b else 'no break'}" for n, b in actual.items())
+
+
+class LeakyModel(nn.Module):
+    """Exercise 2's model: two graph breaks, a debugging print and a data-dependent rescale."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.proj = nn.Linear(16, 16, bias=False)
+        self.out = nn.Linear(16, 4)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        h = self.proj(x)
+        print("debug: projected")  # break 1
+        peak = h.abs().max()
+        if peak > 10:  # break 2: rescale so that the largest value is 10
+            h = h / peak * 10
+        return self.out(torch.relu(h))
+
+
+def _exercise_2_samples() -> dict[str, torch.Tensor]:
+    generator = torch.Generator().manual_seed(2)
+    ordinary = torch.randn(8, 16, generator=generator)
+    return {
+        "an ordinary batch": ordinary,
+        "a large batch (it takes the rescaling branch)": 100 * torch.randn(8, 16, generator=generator),
+        "an all-zero (padding) batch": torch.zeros(8, 16),
+    }
+
+
+def check_fixed_model(model_class: type[nn.Module] | None) -> str:
+    """Exercise 2: ``model_class`` must compute what ``LeakyModel`` does, as one graph with no break.
+
+    The check gives the candidate ``LeakyModel``'s weights and compares, in eager mode, its outputs
+    on an ordinary, a large (rescaled) and an all-zero batch, and its weight gradients on the
+    all-zero batch (where the peak is 0). Then it compiles it with the default ``torch.compile``
+    (``backend="eager"``) and asserts one graph and no graph break, counted by ``CompileCounts``
+    (a break before the first tensor operation counts too), and that ``fullgraph=True`` compiles it.
+
+    Example:
+        >>> check_fixed_model(None)
+        'Exercise 2: not answered yet.'
+    """
+    if model_class is None:
+        return "Exercise 2: not answered yet."
+    if not (isinstance(model_class, type) and issubclass(model_class, nn.Module)):
+        raise TypeError(f"model_class must be an nn.Module class (not an instance); got {model_class!r}")
+    torch.manual_seed(0)
+    reference = LeakyModel().eval()
+    candidate = model_class().eval()
+    candidate.load_state_dict(reference.state_dict())
+    samples = _exercise_2_samples()
+    with _quiet(), torch.no_grad():
+        for name, sample in samples.items():
+            try:
+                torch.testing.assert_close(candidate(sample), reference(sample), rtol=1e-5, atol=1e-5)
+            except AssertionError:
+                raise AssertionError(
+                    f"Exercise 2: on {name} FixedModel computes something else than LeakyModel. "
+                    "Hint: keep the rescaling's maths (h / peak * 10 when peak > 10), only without a "
+                    "Python `if`"
+                ) from None
+    zero = samples["an all-zero (padding) batch"]
+    grads = {}
+    with _quiet():
+        for label, model in (("reference", reference), ("candidate", candidate)):
+            model.zero_grad()
+            model(zero).sum().backward()
+            grads[label] = [p.grad.clone() for p in model.parameters()]
+    for got, expected in zip(grads["candidate"], grads["reference"], strict=True):
+        if not bool(torch.isfinite(got).all()) or not torch.allclose(got, expected, rtol=1e-5, atol=1e-5):
+            raise AssertionError(
+                "Exercise 2: on the all-zero batch the gradients are "
+                f"{'NaN' if torch.isnan(got).any() else 'not LeakyModel'}'s. Hint: torch.where "
+                "computes both sides, and the side not taken still takes part in the backward (5.1)"
+            )
+    ordinary = samples["an ordinary batch"]
+    torch._dynamo.reset()
+    try:
+        with _quiet(), torch.no_grad(), CompileCounts() as counts:
+            torch.compile(candidate, backend="eager")(ordinary)
+        torch._dynamo.reset()
+        with _quiet(), torch.no_grad():
+            try:
+                torch.compile(candidate, backend="eager", fullgraph=True)(ordinary)
+                fullgraph_error = ""
+            except torch._dynamo.exc.TorchDynamoException as error:  # Unsupported, or UserError (2.13)
+                fullgraph_error = str(error).strip().splitlines()[0]
+    finally:
+        torch._dynamo.reset()
+    if counts.graphs == 0:
+        raise AssertionError(
+            "Exercise 2: compiling FixedModel made no graph. Hint: the forward must stay compiled "
+            "(no torch.compiler.disable)"
+        )
+    if counts.graph_breaks or counts.graphs != 1 or fullgraph_error:
+        strict = f"raises: {fullgraph_error}" if fullgraph_error else "compiles"
+        raise AssertionError(
+            f"Exercise 2: {counts.graphs} graphs and {counts.graph_breaks} graph break(s) under the "
+            f"default compile; fullgraph=True {strict}. Hint: the table in 5.6"
+        )
+    return "Exercise 2: correct: one graph, no break, the same results and gradients as LeakyModel."
+
+
+def signed_step(x: torch.Tensor) -> torch.Tensor:
+    """Exercise 3's function: a branch on the sign of a sum (a graph break)."""
+    if x.sum() > 0:
+        return x.cos() + 1
+    return x.sin() - 1
+
+
+def _captures_cond(fn: Callable[[torch.Tensor], torch.Tensor], sample: torch.Tensor) -> bool:
+    graphs: list[torch.fx.GraphModule] = []
+
+    def keep(graph_module: torch.fx.GraphModule, example_inputs: Any) -> Callable[..., Any]:
+        graphs.append(graph_module)
+        return graph_module.forward
+
+    torch._dynamo.reset()
+    try:
+        torch.compile(fn, backend=keep, fullgraph=True)(sample)
+    finally:
+        torch._dynamo.reset()
+    cond = torch.ops.higher_order.cond
+    return any(node.target is cond for gm in graphs for node in gm.graph.nodes)
+
+
+def check_signed_step(candidate: Callable[[torch.Tensor], torch.Tensor] | None) -> str:
+    """Exercise 3: ``candidate`` is ``signed_step`` with ``torch.cond``: one graph under ``fullgraph=True``.
+
+    Example:
+        >>> check_signed_step(None)
+        'Exercise 3: not answered yet.'
+    """
+    if candidate is None:
+        return "Exercise 3: not answered yet."
+    if not callable(candidate):
+        raise TypeError(f"candidate must be a function like signed_step; got {candidate!r}")
+    generator = torch.Generator().manual_seed(3)
+    positive = torch.rand(5, generator=generator) + 0.1
+    negative = -torch.rand(5, generator=generator) - 0.1
+    torch._dynamo.reset()
+    compiled = torch.compile(candidate, backend="eager", fullgraph=True)
+    try:
+        results = [compiled(positive), compiled(negative)]
+    except torch._dynamo.exc.TorchDynamoException as error:  # Unsupported, or UserError (2.13)
+        raise AssertionError(
+            f"Exercise 3: fullgraph=True raises ({str(error).strip().splitlines()[0]}). "
+            "Hint: torch.cond(pred, true_fn, false_fn, (x,))"
+        ) from None
+    finally:
+        torch._dynamo.reset()
+    for sample, result in zip((positive, negative), results, strict=True):
+        sign = "positive" if bool(sample.sum() > 0) else "negative"
+        try:
+            torch.testing.assert_close(result, signed_step(sample), rtol=1e-6, atol=1e-6)
+        except AssertionError:
+            raise AssertionError(
+                f"Exercise 3: compiles, but on a {sign} input the result differs from signed_step. "
+                "Hint: true_fn runs when the predicate holds"
+            ) from None
+    if not _captures_cond(candidate, positive):
+        raise AssertionError(
+            "Exercise 3: one graph and the right results, but the graph holds no torch.cond (torch.where "
+            "computes both sides). Hint: this exercise practises torch.cond"
+        )
+    return "Exercise 3: correct: one graph under fullgraph=True, a torch.cond inside, both branches right."

@@ -1,0 +1,264 @@
+"""Notebook 03's self-checks accept the right answers and reject realistic wrong ones.
+
+PYTEST_DONT_REWRITE: exercise 1's ``ex_a`` holds an ``assert`` that Dynamo must see as the learner
+writes it; pytest's assertion rewriting would turn it into code that breaks the graph.
+"""
+
+from __future__ import annotations
+
+import pytest
+import torch
+
+from helpers.exercises.nb03 import LeakyModel, check_break_predictions, check_fixed_model, check_signed_step
+
+
+@pytest.fixture(autouse=True)
+def _fresh_dynamo():
+    torch._dynamo.reset()
+    yield
+    torch._dynamo.reset()
+
+
+# Exercise 1: predict which functions break (the notebook's four functions).
+
+
+def ex_a(x):
+    y = x * 2
+    assert y.isfinite().all(), "non-finite values"
+    return y
+
+
+def ex_b(x):
+    y = x * 2
+    return y - y.mean().item()
+
+
+def ex_c(x):
+    y = x * 2
+    if y.dim() == 2:
+        return y.T
+    return y
+
+
+def ex_d(x):
+    y = x * 2
+    return torch.tensor(y.tolist()) + 1
+
+
+FUNCTIONS = [ex_a, ex_b, ex_c, ex_d]
+RIGHT = {"ex_a": False, "ex_b": True, "ex_c": False, "ex_d": True}
+
+
+def test_predictions_not_answered_and_right():
+    unanswered = dict.fromkeys(RIGHT)
+    assert check_break_predictions(unanswered, FUNCTIONS) == "Exercise 1: not answered yet."
+    assert check_break_predictions(RIGHT, FUNCTIONS).startswith("Exercise 1: correct.")
+
+
+@pytest.mark.parametrize(
+    "wrong",
+    [
+        {"ex_a": True},  # an assert on values breaks (it becomes a check in the graph)
+        {"ex_c": True},  # a branch on dim() breaks (it is known while tracing: a guard)
+        {"ex_d": False},  # .tolist() into torch.tensor stays in the graph
+        {"ex_a": True, "ex_c": True},  # "every if or assert breaks"
+        dict.fromkeys(RIGHT, True),  # everything breaks
+    ],
+)
+def test_predictions_wrong(wrong):
+    with pytest.raises(AssertionError, match="Exercise 1: wrong for"):
+        check_break_predictions({**RIGHT, **wrong}, FUNCTIONS)
+
+
+def test_predictions_bad_input_names_the_argument():
+    with pytest.raises(TypeError, match="predictions"):
+        check_break_predictions({**RIGHT, "ex_a": "no"}, FUNCTIONS)
+    with pytest.raises(ValueError, match="predictions"):
+        check_break_predictions({**RIGHT, "ex_z": True}, FUNCTIONS)
+    with pytest.raises(TypeError, match="functions"):
+        check_break_predictions(RIGHT, [])
+
+
+# Exercise 2: LeakyModel without its graph breaks.
+
+
+class DoubleWhere(LeakyModel):
+    """The solution: a second where gives the side not taken a harmless divisor."""
+
+    def forward(self, x):
+        h = self.proj(x)
+        if not torch.compiler.is_compiling():
+            print("debug: projected")
+        peak = h.abs().max()
+        safe_peak = torch.where(peak > 10, peak, torch.ones_like(peak))
+        h = torch.where(peak > 10, h / safe_peak * 10, h)
+        return self.out(torch.relu(h))
+
+
+class ClampRewrite(LeakyModel):
+    """Also right: branchless, h / max(peak, 10) * 10 is h when peak <= 10."""
+
+    def forward(self, x):
+        h = self.proj(x)
+        peak = h.abs().max()
+        h = h / peak.clamp(min=10) * 10
+        return self.out(torch.relu(h))
+
+
+class WithCond(LeakyModel):
+    """Also right: torch.cond runs only the branch taken (in the forward and the backward)."""
+
+    def forward(self, x):
+        h = self.proj(x)
+        peak = h.abs().max()
+        h = torch.cond(peak > 10, lambda h, p: h / p * 10, lambda h, p: h.clone(), (h, peak))
+        return self.out(torch.relu(h))
+
+
+class BranchDeleted(LeakyModel):
+    """Finding 11: deleting the branch must fail (the large batch takes it)."""
+
+    def forward(self, x):
+        return self.out(torch.relu(self.proj(x)))
+
+
+class ElementwiseClamp(LeakyModel):
+    """A clamp of each value to [-10, 10] is not a rescale by the peak."""
+
+    def forward(self, x):
+        return self.out(torch.relu(torch.clamp(self.proj(x), -10, 10)))
+
+
+class NaiveWhere(LeakyModel):
+    """Right results, but 0/0 on the side not taken: NaN gradients on the all-zero batch."""
+
+    def forward(self, x):
+        h = self.proj(x)
+        peak = h.abs().max()
+        h = torch.where(peak > 10, h / peak * 10, h)
+        return self.out(torch.relu(h))
+
+
+class PrintKept(DoubleWhere):
+    """The branch fixed, the print left in: still a break."""
+
+    def forward(self, x):
+        print("debug: start")
+        return super().forward(x)
+
+
+class PrintFirst(LeakyModel):
+    """The print moved before the first tensor operation: explain sees no break, the counter does."""
+
+    def forward(self, x):
+        print("debug: forward")
+        h = self.proj(x)
+        peak = h.abs().max()
+        h = h / peak.clamp(min=10) * 10
+        return self.out(torch.relu(h))
+
+
+class IfKept(LeakyModel):
+    """The print silenced while compiling, the data-dependent if kept."""
+
+    def forward(self, x):
+        h = self.proj(x)
+        if not torch.compiler.is_compiling():
+            print("debug: projected")
+        peak = h.abs().max()
+        if peak > 10:
+            h = h / peak * 10
+        return self.out(torch.relu(h))
+
+
+class ItemIf(IfKept):
+    """The branch on a Python number: .item() or not, Python still branches on a value."""
+
+    def forward(self, x):
+        h = self.proj(x)
+        peak = h.abs().max().item()
+        if peak > 10:
+            h = h / peak * 10
+        return self.out(torch.relu(h))
+
+
+class Disabled(LeakyModel):
+    """Nothing compiled, so nothing breaks."""
+
+    @torch.compiler.disable
+    def forward(self, x):
+        return LeakyModel.forward(self, x)
+
+
+def test_fixed_model_not_answered_and_right():
+    assert check_fixed_model(None) == "Exercise 2: not answered yet."
+    for right in (DoubleWhere, ClampRewrite, WithCond):
+        assert check_fixed_model(right).startswith("Exercise 2: correct"), right.__name__
+
+
+@pytest.mark.filterwarnings("ignore")
+@pytest.mark.parametrize(
+    ("wrong", "match"),
+    [
+        (LeakyModel, "2 graph break"),
+        (BranchDeleted, "large batch"),
+        (ElementwiseClamp, "large batch"),
+        (NaiveWhere, "NaN"),
+        (PrintKept, "graph break"),
+        (PrintFirst, "1 graph break"),
+        (IfKept, "graph break"),
+        (ItemIf, "graph break"),
+        (Disabled, "no graph"),
+    ],
+    ids=lambda v: getattr(v, "__name__", v),
+)
+def test_fixed_model_wrong(wrong, match):
+    with pytest.raises(AssertionError, match=match):
+        check_fixed_model(wrong)
+
+
+@pytest.mark.parametrize("bad", [DoubleWhere(), "DoubleWhere", int])
+def test_fixed_model_bad_input_names_the_argument(bad):
+    with pytest.raises(TypeError, match="model_class"):
+        check_fixed_model(bad)
+
+
+# Exercise 3: signed_step with torch.cond.
+
+
+def with_cond(x):
+    return torch.cond(x.sum() > 0, lambda t: t.cos() + 1, lambda t: t.sin() - 1, (x,))
+
+
+def unchanged(x):
+    if x.sum() > 0:
+        return x.cos() + 1
+    return x.sin() - 1
+
+
+def swapped(x):
+    return torch.cond(x.sum() > 0, lambda t: t.sin() - 1, lambda t: t.cos() + 1, (x,))
+
+
+def with_where(x):
+    return torch.where(x.sum() > 0, x.cos() + 1, x.sin() - 1)
+
+
+def test_signed_step_not_answered_and_right():
+    assert check_signed_step(None) == "Exercise 3: not answered yet."
+    assert check_signed_step(with_cond).startswith("Exercise 3: correct")
+
+
+@pytest.mark.parametrize(
+    ("wrong", "match"),
+    [(unchanged, "fullgraph=True raises"), (swapped, "differs"), (with_where, "no torch.cond")],
+    ids=lambda v: getattr(v, "__name__", v),
+)
+def test_signed_step_wrong(wrong, match):
+    with pytest.raises(AssertionError, match=match):
+        check_signed_step(wrong)
+
+
+def test_signed_step_bad_input_names_the_argument():
+    with pytest.raises(TypeError, match="candidate"):
+        check_signed_step("with_cond")
