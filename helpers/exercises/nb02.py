@@ -1,0 +1,207 @@
+"""Self-checks for notebook 02's exercises: each compiles the learner's code and reads a compiler fact.
+
+Exercise 1 freezes a small model and checks that its weights really became constants (a later
+in-place change of a weight is not seen, and nothing recompiles). Exercise 2 counts the GEMM
+autotuning runs of ``mode="max-autotune-no-cudagraphs"`` on a CPU. Both build C++ kernels with
+Inductor on the CPU; their models are tiny, so each check compiles in seconds.
+"""
+
+from __future__ import annotations
+
+import warnings
+from collections.abc import Callable
+from typing import Any
+
+import torch
+from torch import nn
+
+from helpers.counters import CompileCounts
+from helpers.exercises import check_answer
+
+__all__ = [
+    "BATCH",
+    "GainedMLP",
+    "autotune_quiet_options",
+    "check_autotuned",
+    "check_frozen",
+    "gemm_autotunings",
+]
+
+
+class GainedMLP(nn.Module):
+    """``Linear -> GELU -> Linear``, scaled by ``exp(gain)``: a parameter freezing folds away.
+
+    With frozen weights Inductor computes ``exp(gain)`` once, at compile time (constant folding),
+    so a later in-place change of ``gain`` is not seen by the compiled model, on any device.
+
+    Example:
+        >>> GainedMLP(width=8)(torch.ones(2, 8)).shape
+        torch.Size([2, 8])
+    """
+
+    def __init__(self, width: int = 32) -> None:
+        super().__init__()
+        self.inner = nn.Sequential(nn.Linear(width, width), nn.GELU(), nn.Linear(width, width))
+        self.gain = nn.Parameter(torch.zeros(width))
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.inner(x) * self.gain.exp()
+
+
+def check_frozen(compile_frozen: Callable[[nn.Module, torch.Tensor], Any] | None) -> str:
+    """Exercise 1: ``compile_frozen(model, x)`` must return ``model`` compiled with frozen weights.
+
+    A function that returns ``None`` and compiles nothing is not answered yet. The check builds
+    a :class:`GainedMLP` in eval mode, calls ``compile_frozen(model, x)`` (which
+    compiles and makes the first call), then changes ``model.gain`` in place and calls the
+    returned model again under ``torch.inference_mode()``. Frozen weights are constants of the
+    compiled code: the result must stay what it was, with no recompilation. Unfrozen weights are
+    graph inputs: the result follows the change. The weight is restored afterwards.
+
+    Example:
+        >>> check_frozen(lambda model, x: None)
+        'Exercise 1: not answered yet.'
+    """
+    if compile_frozen is None:
+        return check_answer(1, None, 0, hint="unused")
+    if not callable(compile_frozen):
+        raise TypeError(
+            f"compile_frozen must be a function (model, x) -> compiled model; got {compile_frozen!r}"
+        )
+    torch._dynamo.reset()
+    with torch.random.fork_rng(devices=[]):
+        torch.manual_seed(0)
+        model = GainedMLP().eval()
+        x = torch.randn(8, 32)
+    try:
+        with CompileCounts() as first:
+            compiled = compile_frozen(model, x)
+        if compiled is None and first.frames == 0:
+            return check_answer(1, None, 0, hint="unused")
+        assert callable(compiled), (
+            "Exercise 1: compile_frozen returned no callable. Hint: return the compiled model"
+        )
+        assert first.frames >= 1, (
+            "Exercise 1: compile_frozen compiled nothing. Hint: call the compiled model once inside "
+            "compile_frozen, so that its first call compiles"
+        )
+        with torch.inference_mode():
+            before = compiled(x)
+        expected_before = model(x).detach()
+        torch.testing.assert_close(before, expected_before, rtol=1e-4, atol=1e-5)
+        with torch.no_grad():
+            model.gain.add_(1.0)
+        try:
+            with torch.inference_mode(), CompileCounts() as later:
+                after = compiled(x)
+            live = model(x).detach()
+        finally:
+            with torch.no_grad():
+                model.gain.sub_(1.0)
+        assert later.frames == 0, (
+            f"Exercise 1: the call after the weight change compiled {later.frames} frame(s). Hint: "
+            "make the first call the way the model is used later, under torch.inference_mode()"
+        )
+        if torch.allclose(after, live, rtol=1e-4, atol=1e-5):
+            raise AssertionError(
+                "Exercise 1: the compiled model saw a weight change, so its weights are graph inputs, "
+                "not frozen constants. Hint: Dynamo reads the global torch._inductor.config.freezing "
+                "while it traces the first call, and only with gradients off; options= reach Inductor "
+                "too late"
+            )
+        torch.testing.assert_close(after, before, rtol=0, atol=0)
+    finally:
+        torch._dynamo.reset()
+    return "Exercise 1: correct: the weights are constants of the compiled code (a later change is not seen)."
+
+
+def autotune_quiet_options() -> dict[str, Any]:
+    """Inductor options that keep every GEMM autotuning run and print no autotuning table.
+
+    No FX-graph cache and no autotuning cache (a cached compile tunes nothing), and no table on
+    stderr (``autotune_num_choices_displayed=0``; ``max_autotune_report_choices_stats`` where
+    the installed torch has it).
+
+    Example:
+        >>> autotune_quiet_options()["autotune_num_choices_displayed"]
+        0
+    """
+    options: dict[str, Any] = {
+        "fx_graph_cache": False,
+        "autotune_local_cache": False,
+        "autotune_num_choices_displayed": 0,
+    }
+    if hasattr(torch._inductor.config, "max_autotune_report_choices_stats"):
+        options["max_autotune_report_choices_stats"] = False
+    return options
+
+
+def gemm_autotunings(fn: Callable[..., Any], *args: torch.Tensor) -> tuple[int, Any]:
+    """Compile ``fn`` with max-autotune (no CUDA graphs), call it once: GEMM autotuning runs, result.
+
+    Reads ``torch._dynamo.utils.counters["inductor"]["select_algorithm_autotune"]``: one per
+    matrix multiply whose choices Inductor benchmarked. Resets Dynamo before and after.
+
+    Example:
+        >>> runs, _ = gemm_autotunings(lambda x, w: x @ w, torch.ones(4, 4), torch.ones(4, 4))
+        >>> runs  # w is a graph input, not a constant: no C++ GEMM template, nothing to tune
+        0
+    """
+    from torch._dynamo.utils import counters
+
+    options = {"max_autotune": True, "coordinate_descent_tuning": True, **autotune_quiet_options()}
+    torch._dynamo.reset()
+    before = counters["inductor"]["select_algorithm_autotune"]
+    try:
+        with warnings.catch_warnings():
+            # Inductor's CPU autotuner calls a deprecated storage API on some releases: not our code.
+            warnings.filterwarnings("ignore", message="TypedStorage is deprecated")
+            result = torch.compile(fn, options=options)(*args)
+    finally:
+        torch._dynamo.reset()
+    return counters["inductor"]["select_algorithm_autotune"] - before, result
+
+
+#: Exercise 2's inputs: a batch of 8 matrices and one weight.
+BATCH = 8
+
+
+def check_autotuned(project: Callable[[torch.Tensor, torch.Tensor], torch.Tensor] | None) -> str:
+    """Exercise 2: ``project(x, w)`` computes ``x @ w`` for ``x`` (8, 64, 64) and ``w`` (64, 64)
+    in a way that max-autotune tunes on a CPU without freezing.
+
+    Right when the eager result equals ``x @ w`` and compiling it with
+    ``max_autotune`` benchmarked at least one GEMM (``gemm_autotunings``).
+
+    Example:
+        >>> check_autotuned(None)
+        'Exercise 2: not answered yet.'
+    """
+    if project is None:
+        return check_answer(2, None, 0, hint="unused")
+    if not callable(project):
+        raise TypeError(f"project must be a function (x, w) -> tensor; got {project!r}")
+    generator = torch.Generator().manual_seed(2)
+    x = torch.randn(BATCH, 64, 64, generator=generator)
+    w = torch.randn(64, 64, generator=generator)
+    expected = x @ w
+    result = project(x, w)
+    if not isinstance(result, torch.Tensor) or result.shape != expected.shape:
+        raise AssertionError(
+            f"Exercise 2: project(x, w) must return a tensor of shape {tuple(expected.shape)}; got "
+            f"{getattr(result, 'shape', type(result).__name__)}. Hint: the result is x @ w"
+        )
+    try:
+        torch.testing.assert_close(result, expected, rtol=1e-4, atol=1e-4)
+    except AssertionError:
+        raise AssertionError(
+            "Exercise 2: project(x, w) does not compute x @ w. Hint: same result, other op"
+        ) from None
+    runs, compiled_result = gemm_autotunings(project, x, w)
+    torch.testing.assert_close(compiled_result, expected, rtol=1e-3, atol=1e-3)
+    assert runs >= 1, (
+        "Exercise 2: max-autotune tuned no matrix multiply. Hint: on a CPU a 2-D matmul (x @ w, "
+        "torch.matmul, a Linear) is tuned only when its weight is a constant (freezing); read "
+        "use_cpp_bmm_template in torch/_inductor/utils.py for the op that is tuned without"
+    )
+    return f"Exercise 2: correct: max-autotune benchmarked {runs} GEMM(s) without freezing."

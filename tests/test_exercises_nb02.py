@@ -1,0 +1,136 @@
+"""Notebook 02's self-checks accept the right answers and reject realistic wrong ones.
+
+Both checks build small C++ kernels with Inductor (freezing and GEMM autotuning need it), so these
+tests skip where Inductor cannot compile for the CPU.
+"""
+
+from __future__ import annotations
+
+import pytest
+import torch
+
+from helpers.exercises.nb02 import BATCH, check_autotuned, check_frozen, gemm_autotunings
+from helpers.guard import compile_support
+
+pytestmark = pytest.mark.skipif(not compile_support("cpu"), reason="needs Inductor's C++ kernels on the CPU")
+
+
+@pytest.fixture(autouse=True)
+def _fresh_dynamo():
+    torch._dynamo.reset()
+    yield
+    torch._dynamo.reset()
+
+
+# Exercise 1: freeze for real.
+
+
+def frozen_right(model, x):
+    with torch.inference_mode(), torch._inductor.config.patch(freezing=True):
+        compiled = torch.compile(model)
+        compiled(x)
+    return compiled
+
+
+def options_only(model, x):
+    """The trap: options= reach Inductor after Dynamo made the weights graph inputs."""
+    with torch.inference_mode():
+        compiled = torch.compile(model, options={"freezing": True})
+        compiled(x)
+    return compiled
+
+
+def global_with_gradients(model, x):
+    """The global is on, but gradients are on too: Dynamo does not freeze (is_parameter_freezing)."""
+    with torch._inductor.config.patch(freezing=True):
+        compiled = torch.compile(model)
+        compiled(x)
+    return compiled
+
+
+def global_set_after_the_first_call(model, x):
+    """The global is switched on only once the first call has traced."""
+    compiled = torch.compile(model)
+    with torch.inference_mode():
+        compiled(x)
+    with torch._inductor.config.patch(freezing=True), torch.inference_mode():
+        compiled(x)
+    return compiled
+
+
+def eager_backend(model, x):
+    """Frozen for Dynamo, but the eager backend runs the module's live parameters."""
+    with torch.inference_mode(), torch._inductor.config.patch(freezing=True):
+        compiled = torch.compile(model, backend="eager")
+        compiled(x)
+    return compiled
+
+
+def not_compiled(model, x):
+    """A cached result is 'stale' too, but nothing was compiled."""
+    cached = model(x).detach()
+    return lambda _x: cached
+
+
+def test_frozen_not_answered_and_right():
+    assert check_frozen(None) == "Exercise 1: not answered yet."
+    assert check_frozen(lambda model, x: None) == "Exercise 1: not answered yet."
+    assert check_frozen(frozen_right).startswith("Exercise 1: correct")
+
+
+@pytest.mark.parametrize(
+    ("wrong", "match"),
+    [
+        (options_only, "saw a weight change"),
+        (global_with_gradients, "saw a weight change"),
+        (global_set_after_the_first_call, "saw a weight change"),
+        (eager_backend, "saw a weight change"),
+        (not_compiled, "compiled nothing"),
+    ],
+    ids=lambda v: getattr(v, "__name__", v),
+)
+def test_frozen_wrong(wrong, match):
+    with pytest.raises(AssertionError, match=match):
+        check_frozen(wrong)
+
+
+def test_frozen_bad_input_names_the_argument():
+    with pytest.raises(TypeError, match="compile_frozen"):
+        check_frozen("torch.compile")
+
+
+# Exercise 2: max-autotune tunes a batched matmul on a CPU without freezing (finding 5).
+
+
+def test_autotuned_not_answered_and_right():
+    assert check_autotuned(None) == "Exercise 2: not answered yet."
+    right = check_autotuned(lambda x, w: torch.bmm(x, w.expand(x.shape[0], -1, -1)))
+    assert right.startswith("Exercise 2: correct")
+
+
+@pytest.mark.parametrize(
+    ("wrong", "match"),
+    [
+        (lambda x, w: x @ w, "tuned no matrix multiply"),  # folded into one 2-D mm with a non-constant weight
+        (lambda x, w: torch.matmul(x, w), "tuned no matrix multiply"),
+        (lambda x, w: (x.reshape(-1, 64) @ w).reshape(BATCH, 64, 64), "tuned no matrix multiply"),
+        (lambda x, w: torch.bmm(x, x), "does not compute"),  # tuned, but another product
+        (lambda x, w: x.sum(), "must return a tensor of shape"),
+    ],
+    ids=["matmul-operator", "torch.matmul", "reshape-mm", "bmm-wrong-operand", "wrong-shape"],
+)
+def test_autotuned_wrong(wrong, match):
+    with pytest.raises(AssertionError, match=match):
+        check_autotuned(wrong)
+
+
+def test_autotuned_bad_input_names_the_argument():
+    with pytest.raises(TypeError, match="project"):
+        check_autotuned("torch.bmm")
+
+
+def test_gemm_autotunings_counts_bmm_without_freezing():
+    x, w = torch.randn(2, 16, 16), torch.randn(2, 16, 16)
+    runs, result = gemm_autotunings(torch.bmm, x, w)
+    assert runs >= 1
+    torch.testing.assert_close(result, torch.bmm(x, w), rtol=1e-3, atol=1e-3)
