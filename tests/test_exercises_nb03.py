@@ -172,13 +172,36 @@ class IfKept(LeakyModel):
 
 
 class ItemIf(IfKept):
-    """The branch on a Python number: .item() or not, Python still branches on a value."""
+    """The branch on a Python number: still a branch on a value, and no gradient through the peak."""
 
     def forward(self, x):
         h = self.proj(x)
         peak = h.abs().max().item()
         if peak > 10:
             h = h / peak * 10
+        return self.out(torch.relu(h))
+
+
+class WholeBranchHidden(LeakyModel):
+    """is_compiling() around the print *and* the branch: eager is right, compiled drops the rescale."""
+
+    def forward(self, x):
+        h = self.proj(x)
+        if not torch.compiler.is_compiling():
+            print("debug: projected")
+            peak = h.abs().max()
+            if peak > 10:
+                h = h / peak * 10
+        return self.out(torch.relu(h))
+
+
+class DetachedPeak(LeakyModel):
+    """The same outputs, but no gradient through the peak: wrong gradients on the large batch."""
+
+    def forward(self, x):
+        h = self.proj(x)
+        peak = h.abs().max().detach()
+        h = h / peak.clamp(min=10) * 10
         return self.out(torch.relu(h))
 
 
@@ -207,8 +230,10 @@ def test_fixed_model_not_answered_and_right():
         (PrintKept, "graph break"),
         (PrintFirst, "1 graph break"),
         (IfKept, "graph break"),
-        (ItemIf, "graph break"),
+        (ItemIf, "large batch .* gradients are not"),  # a Python float: no gradient through peak
         (Disabled, "no graph"),
+        (WholeBranchHidden, "compiled, on a large batch"),
+        (DetachedPeak, "large batch .* gradients are not"),
     ],
     ids=lambda v: getattr(v, "__name__", v),
 )
@@ -244,14 +269,34 @@ def with_where(x):
     return torch.where(x.sum() > 0, x.cos() + 1, x.sin() - 1)
 
 
+def first_element(x):
+    return torch.cond(x[0] > 0, lambda t: t.cos() + 1, lambda t: t.sin() - 1, (x,))
+
+
+def any_positive(x):
+    return torch.cond((x > 0).any(), lambda t: t.cos() + 1, lambda t: t.sin() - 1, (x,))
+
+
+def with_mean(x):
+    """Also right: the mean has the sum's sign."""
+    return torch.cond(x.mean() > 0, lambda t: t.cos() + 1, lambda t: t.sin() - 1, (x,))
+
+
 def test_signed_step_not_answered_and_right():
     assert check_signed_step(None) == "Exercise 3: not answered yet."
-    assert check_signed_step(with_cond).startswith("Exercise 3: correct")
+    for right in (with_cond, with_mean):
+        assert check_signed_step(right).startswith("Exercise 3: correct"), right.__name__
 
 
 @pytest.mark.parametrize(
     ("wrong", "match"),
-    [(unchanged, "fullgraph=True raises"), (swapped, "differs"), (with_where, "no torch.cond")],
+    [
+        (unchanged, "fullgraph=True raises"),
+        (swapped, "differs"),
+        (with_where, "no torch.cond"),
+        (first_element, "mixed signs"),
+        (any_positive, "mixed signs"),
+    ],
     ids=lambda v: getattr(v, "__name__", v),
 )
 def test_signed_step_wrong(wrong, match):

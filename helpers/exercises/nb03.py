@@ -105,14 +105,43 @@ def _exercise_2_samples() -> dict[str, torch.Tensor]:
     }
 
 
+def _first_difference(
+    run: Callable[[torch.Tensor], torch.Tensor], model: nn.Module, reference: nn.Module
+) -> str | None:
+    """How ``run`` (``model`` itself or compiled) differs from ``reference`` on exercise 2's batches.
+
+    Compares the outputs and the weight gradients of ``sum(output)`` on every batch; returns
+    ``None`` when all agree, else a sentence fragment naming the batch.
+    """
+    for name, sample in _exercise_2_samples().items():
+        results = {}
+        with _quiet():
+            for label, module, call in (("reference", reference, reference), ("candidate", model, run)):
+                module.zero_grad()
+                output = call(sample)
+                output.sum().backward()
+                results[label] = (output.detach(), [p.grad.clone() for p in module.parameters()])
+        (got, got_grads), (expected, expected_grads) = results["candidate"], results["reference"]
+        if not torch.allclose(got, expected, rtol=1e-5, atol=1e-5):
+            return f"on {name} it computes something else than LeakyModel"
+        for got_grad, expected_grad in zip(got_grads, expected_grads, strict=True):
+            if not bool(torch.isfinite(got_grad).all()):
+                return f"on {name} its gradients are NaN"
+            if not torch.allclose(got_grad, expected_grad, rtol=1e-5, atol=1e-5):
+                return f"on {name} its gradients are not LeakyModel's"
+    return None
+
+
 def check_fixed_model(model_class: type[nn.Module] | None) -> str:
     """Exercise 2: ``model_class`` must compute what ``LeakyModel`` does, as one graph with no break.
 
-    The check gives the candidate ``LeakyModel``'s weights and compares, in eager mode, its outputs
-    on an ordinary, a large (rescaled) and an all-zero batch, and its weight gradients on the
-    all-zero batch (where the peak is 0). Then it compiles it with the default ``torch.compile``
-    (``backend="eager"``) and asserts one graph and no graph break, counted by ``CompileCounts``
-    (a break before the first tensor operation counts too), and that ``fullgraph=True`` compiles it.
+    The check gives the candidate ``LeakyModel``'s weights and compares its outputs and weight
+    gradients on an ordinary, a large (rescaled) and an all-zero batch (where the peak is 0), in
+    eager mode. Then it compiles it with the default ``torch.compile`` (``backend="eager"``) and
+    asserts one graph and no graph break, counted by ``CompileCounts`` (a break before the first
+    tensor operation counts too), that ``fullgraph=True`` compiles it, and that the compiled model
+    gives the same outputs and gradients (so ``torch.compiler.is_compiling()`` may hide the print,
+    not the maths).
 
     Example:
         >>> check_fixed_model(None)
@@ -126,43 +155,32 @@ def check_fixed_model(model_class: type[nn.Module] | None) -> str:
     reference = LeakyModel().eval()
     candidate = model_class().eval()
     candidate.load_state_dict(reference.state_dict())
-    samples = _exercise_2_samples()
-    with _quiet(), torch.no_grad():
-        for name, sample in samples.items():
-            try:
-                torch.testing.assert_close(candidate(sample), reference(sample), rtol=1e-5, atol=1e-5)
-            except AssertionError:
-                raise AssertionError(
-                    f"Exercise 2: on {name} FixedModel computes something else than LeakyModel. "
-                    "Hint: keep the rescaling's maths (h / peak * 10 when peak > 10), only without a "
-                    "Python `if`"
-                ) from None
-    zero = samples["an all-zero (padding) batch"]
-    grads = {}
-    with _quiet():
-        for label, model in (("reference", reference), ("candidate", candidate)):
-            model.zero_grad()
-            model(zero).sum().backward()
-            grads[label] = [p.grad.clone() for p in model.parameters()]
-    for got, expected in zip(grads["candidate"], grads["reference"], strict=True):
-        if not bool(torch.isfinite(got).all()) or not torch.allclose(got, expected, rtol=1e-5, atol=1e-5):
-            raise AssertionError(
-                "Exercise 2: on the all-zero batch the gradients are "
-                f"{'NaN' if torch.isnan(got).any() else 'not LeakyModel'}'s. Hint: torch.where "
-                "computes both sides, and the side not taken still takes part in the backward (5.1)"
-            )
-    ordinary = samples["an ordinary batch"]
+    compiled_difference = None
+    eager_difference = _first_difference(candidate, candidate, reference)
+    if eager_difference and "NaN" in eager_difference:
+        raise AssertionError(
+            f"Exercise 2: {eager_difference}. Hint: torch.where computes both sides, and the side not "
+            "taken still takes part in the backward (5.1)"
+        )
+    if eager_difference:
+        raise AssertionError(
+            f"Exercise 2: {eager_difference}. Hint: keep the rescaling's maths (h / peak * 10 when "
+            "peak > 10), only without a Python `if`"
+        )
+    ordinary = _exercise_2_samples()["an ordinary batch"]
     torch._dynamo.reset()
     try:
         with _quiet(), torch.no_grad(), CompileCounts() as counts:
             torch.compile(candidate, backend="eager")(ordinary)
         torch._dynamo.reset()
-        with _quiet(), torch.no_grad():
-            try:
-                torch.compile(candidate, backend="eager", fullgraph=True)(ordinary)
-                fullgraph_error = ""
-            except torch._dynamo.exc.TorchDynamoException as error:  # Unsupported, or UserError (2.13)
-                fullgraph_error = str(error).strip().splitlines()[0]
+        try:
+            strict = torch.compile(candidate, backend="eager", fullgraph=True)
+            with _quiet(), torch.no_grad():
+                strict(ordinary)
+            compiled_difference = _first_difference(strict, candidate, reference)
+            fullgraph_error = ""
+        except torch._dynamo.exc.TorchDynamoException as error:  # Unsupported, or UserError (2.13)
+            fullgraph_error = str(error).strip().splitlines()[0]
     finally:
         torch._dynamo.reset()
     if counts.graphs == 0:
@@ -171,10 +189,15 @@ def check_fixed_model(model_class: type[nn.Module] | None) -> str:
             "(no torch.compiler.disable)"
         )
     if counts.graph_breaks or counts.graphs != 1 or fullgraph_error:
-        strict = f"raises: {fullgraph_error}" if fullgraph_error else "compiles"
+        verdict = f"raises: {fullgraph_error}" if fullgraph_error else "compiles"
         raise AssertionError(
             f"Exercise 2: {counts.graphs} graphs and {counts.graph_breaks} graph break(s) under the "
-            f"default compile; fullgraph=True {strict}. Hint: the table in 5.6"
+            f"default compile; fullgraph=True {verdict}. Hint: the table in 5.6"
+        )
+    if compiled_difference:
+        raise AssertionError(
+            f"Exercise 2: one graph, but compiled, {compiled_difference}. Hint: "
+            "torch.compiler.is_compiling() may hide the print, not the rescaling"
         )
     return "Exercise 2: correct: one graph, no break, the same results and gradients as LeakyModel."
 
@@ -205,6 +228,10 @@ def _captures_cond(fn: Callable[[torch.Tensor], torch.Tensor], sample: torch.Ten
 def check_signed_step(candidate: Callable[[torch.Tensor], torch.Tensor] | None) -> str:
     """Exercise 3: ``candidate`` is ``signed_step`` with ``torch.cond``: one graph under ``fullgraph=True``.
 
+    The check compiles ``candidate`` with ``fullgraph=True`` (``backend="eager"``), compares it with
+    ``signed_step`` on a positive, a negative and two mixed-sign inputs (the sum's sign decides),
+    and asserts that the captured graph holds a ``torch.cond``.
+
     Example:
         >>> check_signed_step(None)
         'Exercise 3: not answered yet.'
@@ -216,10 +243,17 @@ def check_signed_step(candidate: Callable[[torch.Tensor], torch.Tensor] | None) 
     generator = torch.Generator().manual_seed(3)
     positive = torch.rand(5, generator=generator) + 0.1
     negative = -torch.rand(5, generator=generator) - 0.1
+    # Mixed signs: the sum's sign is neither the first element's nor what max/min/any/all say.
+    samples = {
+        "a positive input": positive,
+        "a negative input": negative,
+        "an input of mixed signs with a positive sum": torch.tensor([-0.5, 1.0, 1.0, -0.2, 0.3]),
+        "an input of mixed signs with a negative sum": torch.tensor([0.5, -1.0, -1.0, 0.2, -0.3]),
+    }
     torch._dynamo.reset()
     compiled = torch.compile(candidate, backend="eager", fullgraph=True)
     try:
-        results = [compiled(positive), compiled(negative)]
+        results = {name: compiled(sample) for name, sample in samples.items()}
     except torch._dynamo.exc.TorchDynamoException as error:  # Unsupported, or UserError (2.13)
         raise AssertionError(
             f"Exercise 3: fullgraph=True raises ({str(error).strip().splitlines()[0]}). "
@@ -227,14 +261,13 @@ def check_signed_step(candidate: Callable[[torch.Tensor], torch.Tensor] | None) 
         ) from None
     finally:
         torch._dynamo.reset()
-    for sample, result in zip((positive, negative), results, strict=True):
-        sign = "positive" if bool(sample.sum() > 0) else "negative"
+    for name, sample in samples.items():
         try:
-            torch.testing.assert_close(result, signed_step(sample), rtol=1e-6, atol=1e-6)
+            torch.testing.assert_close(results[name], signed_step(sample), rtol=1e-6, atol=1e-6)
         except AssertionError:
             raise AssertionError(
-                f"Exercise 3: compiles, but on a {sign} input the result differs from signed_step. "
-                "Hint: true_fn runs when the predicate holds"
+                f"Exercise 3: compiles, but on {name} the result differs from signed_step. "
+                "Hint: the predicate is the sign of the sum, and true_fn runs when it holds"
             ) from None
     if not _captures_cond(candidate, positive):
         raise AssertionError(
