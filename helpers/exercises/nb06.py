@@ -1,0 +1,233 @@
+"""Self-checks for notebook 06 (regional compilation): each compiles what the learner wrote.
+
+The checks use ``backend="aot_eager"`` (or a backend that records the graph and runs it as it
+is): they count what Dynamo does, which needs no C++ compiler, and take a second or two.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import torch
+from torch import nn
+
+from helpers.counters import CompileCounts
+from helpers.exercises import check_answer
+
+__all__ = [
+    "DepthScaledBlock",
+    "Mixer",
+    "Norm",
+    "alternating_stack",
+    "check_fixed_block",
+    "check_mark_region",
+    "check_regional_frames",
+]
+
+#: Compiled against eager on these tiny float32 blocks (Dynamo only: the same kernels run).
+TOLERANCE = {"rtol": 1e-5, "atol": 1e-5}
+WIDTH = 16
+N_BLOCKS = 6
+
+
+class Mixer(nn.Module):
+    """A residual block: ``x + relu(linear(x))``."""
+
+    def __init__(self, width: int = WIDTH) -> None:
+        super().__init__()
+        self.linear = nn.Linear(width, width)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return x + torch.relu(self.linear(x))
+
+
+class Norm(nn.Module):
+    """A layer norm as a block of its own."""
+
+    def __init__(self, width: int = WIDTH) -> None:
+        super().__init__()
+        self.norm = nn.LayerNorm(width)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.norm(x)
+
+
+class DepthScaledBlock(nn.Module):
+    """A residual block damped by its depth: block ``i`` multiplies its branch by ``1 / (i + 1)``."""
+
+    def __init__(self, layer_idx: int, width: int = WIDTH) -> None:
+        super().__init__()
+        self.linear = nn.Linear(width, width)
+        self.layer_idx = layer_idx  # a Python int: a constant of the compiled code
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return x + torch.relu(self.linear(x)) / (self.layer_idx + 1)
+
+
+def alternating_stack(n_blocks: int = N_BLOCKS) -> nn.Sequential:
+    """``Mixer, Norm, Mixer, ...``: ``n_blocks`` blocks of two classes, with seeded weights.
+
+    Example:
+        >>> [type(block).__name__ for block in alternating_stack(4)]
+        ['Mixer', 'Norm', 'Mixer', 'Norm']
+    """
+    if not isinstance(n_blocks, int) or isinstance(n_blocks, bool) or n_blocks < 1:
+        raise ValueError(f"n_blocks must be a positive int; got {n_blocks!r}")
+    with torch.random.fork_rng(devices=[]):
+        torch.manual_seed(0)
+        return nn.Sequential(*[Mixer() if i % 2 == 0 else Norm() for i in range(n_blocks)])
+
+
+def _regional_frames(stack: nn.Sequential, x: torch.Tensor) -> tuple[torch.Tensor, CompileCounts]:
+    """Compile each block of ``stack`` with aot_eager; run it once; return its output and counts."""
+    torch._dynamo.reset()
+    for block in stack:
+        block.compile(backend="aot_eager")
+    with CompileCounts() as counts, torch.no_grad():
+        out = stack(x)
+    torch._dynamo.reset()
+    return out, counts
+
+
+def check_regional_frames(frames_read: int | None) -> str:
+    """Exercise 1: the frames Dynamo compiles for ``alternating_stack()`` compiled block by block.
+
+    The check compiles the stack itself (``block.compile(backend="aot_eager")`` on each block)
+    and compares your number with the frames it counts.
+
+    Example:
+        >>> check_regional_frames(None)
+        'Exercise 1: not answered yet.'
+    """
+    if frames_read is not None and (not isinstance(frames_read, int) or isinstance(frames_read, bool)):
+        raise TypeError(
+            f"frames_read must be an int (the frames you counted); got {type(frames_read).__name__}"
+        )
+    if frames_read is None:
+        return check_answer(1, None, None, hint="unused")
+    _, counts = _regional_frames(alternating_stack(), torch.randn(2, WIDTH))
+    return check_answer(
+        1,
+        frames_read,
+        counts.frames,
+        hint="compiled code is shared by every block that runs the same forward with the same "
+        "kinds of inputs; count the frames with CompileCounts rather than the blocks",
+    )
+
+
+def _depth_scaled_stack(block_class: type) -> nn.Sequential:
+    with torch.random.fork_rng(devices=[]):
+        torch.manual_seed(0)
+        return nn.Sequential(*[block_class(layer_idx=i) for i in range(N_BLOCKS)])
+
+
+def check_fixed_block(block_class: type[nn.Module] | None) -> str:
+    """Exercise 2: ``block_class`` computes what ``DepthScaledBlock`` does and compiles once.
+
+    Six blocks ``block_class(layer_idx=i)`` (seeded like six ``DepthScaledBlock``) are compiled
+    one by one with ``aot_eager``. Their output must match the ``DepthScaledBlock`` stack's
+    within rtol=atol=1e-5, and Dynamo must compile one frame for all six.
+
+    Example:
+        >>> check_fixed_block(None)
+        'Exercise 2: not answered yet.'
+    """
+    if block_class is None:
+        return check_answer(2, None, None, hint="unused")
+    if not (isinstance(block_class, type) and issubclass(block_class, nn.Module)):
+        raise TypeError(
+            f"block_class must be an nn.Module subclass (a class, not an instance); got {block_class!r}"
+        )
+    x = torch.randn(2, WIDTH)
+    reference, _ = _regional_frames(_depth_scaled_stack(DepthScaledBlock), x)
+    out, counts = _regional_frames(_depth_scaled_stack(block_class), x)
+    torch.testing.assert_close(
+        out,
+        reference,
+        **TOLERANCE,
+        msg=lambda report: (
+            "Exercise 2: the six blocks must compute what DepthScaledBlock's do (create "
+            "the nn.Linear first, as it does, so that the seed gives both the same weights).\n" + report
+        ),
+    )
+    reasons = counts.recompile_reasons[:1]
+    return check_answer(
+        2,
+        counts.frames,
+        1,
+        hint="a Python number on a module is a constant of the compiled code, a tensor (a buffer) "
+        f"is an input of the graph; the first recompile reason was {reasons}",
+    )
+
+
+def _invoke_subgraph_calls(graph: torch.fx.Graph) -> list[torch.fx.Node]:
+    return [node for node in graph.nodes if node.target is torch.ops.higher_order.invoke_subgraph]
+
+
+def check_mark_region(mark: Callable[[nn.Sequential], Any] | None) -> str:
+    """Exercise 3: ``mark(stack)`` marks six ``Mixer`` blocks so a whole-stack compile reuses one region.
+
+    The check builds six ``Mixer`` blocks with different weights, calls ``mark(stack)``, compiles
+    the whole stack with a backend that records Dynamo's graph, and requires:
+
+    - no block carries a ``forward`` of its own (an instance attribute, e.g. bound with
+      ``types.MethodType``): where a release reuses the region's first trace, such blocks all
+      compute with block 0's weights, silently;
+    - the compiled stack matches the eager one, each block with its own weights (rtol=atol=1e-5);
+    - the graph calls ``invoke_subgraph`` six times, always the same subgraph.
+
+    Example:
+        >>> check_mark_region(None)
+        'Exercise 3: not answered yet.'
+    """
+    if mark is None:
+        return check_answer(3, None, None, hint="unused")
+    if not callable(mark):
+        raise TypeError(f"mark must be a function that changes a stack's blocks in place; got {mark!r}")
+    with torch.random.fork_rng(devices=[]):
+        torch.manual_seed(0)
+        stack = nn.Sequential(*[Mixer() for _ in range(N_BLOCKS)])
+        x = torch.randn(2, WIDTH)
+    with torch.no_grad():
+        expected = stack(x)
+    mark(stack)
+    own_forward = [index for index, block in enumerate(stack) if "forward" in vars(block)]
+    if own_forward:
+        raise AssertionError(
+            f"Exercise 3: blocks {own_forward} carry a forward of their own (an instance attribute). "
+            "Hint: a marked function bound to each block (types.MethodType) is reused with block 0's "
+            "weights on releases that trace a region once (it happens to work where every call is "
+            "traced): mark the forward of a class, e.g. a subclass of Mixer, and switch the blocks' "
+            "__class__ to it."
+        )
+    graphs: list[torch.fx.GraphModule] = []
+
+    def recording_backend(graph_module: torch.fx.GraphModule, example_inputs: list[Any]) -> Callable:
+        graphs.append(graph_module)
+        return graph_module.forward
+
+    torch._dynamo.reset()
+    try:
+        with torch.no_grad():
+            out = torch.compile(stack, backend=recording_backend)(x)
+    finally:
+        torch._dynamo.reset()
+    torch.testing.assert_close(
+        out,
+        expected,
+        **TOLERANCE,
+        msg=lambda report: (
+            "Exercise 3: the compiled stack must compute what the eager one does, each "
+            "block with its own weights.\n" + report
+        ),
+    )
+    calls = [call for graph_module in graphs for call in _invoke_subgraph_calls(graph_module.graph)]
+    bodies = {call.args[0].target for call in calls}
+    return check_answer(
+        3,
+        {"graphs": len(graphs), "invoke_subgraph calls": len(calls), "distinct subgraphs": len(bodies)},
+        {"graphs": 1, "invoke_subgraph calls": N_BLOCKS, "distinct subgraphs": 1},
+        hint="wrap the forward of one class with torch.compiler.nested_compile_region and give every "
+        "block that class (section 2 did it for GPT2Block)",
+    )

@@ -1,0 +1,144 @@
+"""Notebook 06's self-checks accept the right answers and reject realistic wrong ones."""
+
+from __future__ import annotations
+
+import types
+
+import pytest
+import torch
+from torch import nn
+
+from helpers.exercises.nb06 import (
+    Mixer,
+    check_fixed_block,
+    check_mark_region,
+    check_regional_frames,
+)
+
+# ---- Exercise 1: frames for Mixer, Norm, Mixer, ... compiled block by block --------------------
+
+
+def test_exercise_1_right_and_unanswered():
+    assert check_regional_frames(None) == "Exercise 1: not answered yet."
+    assert check_regional_frames(2) == "Exercise 1: correct."
+
+
+@pytest.mark.parametrize("wrong", [6, 1, 3], ids=["one per block", "one for the stack", "one per Mixer"])
+def test_exercise_1_rejects_wrong_counts(wrong):
+    with pytest.raises(AssertionError, match=rf"Exercise 1: expected 2, got {wrong}"):
+        check_regional_frames(wrong)
+
+
+def test_exercise_1_names_a_bad_argument():
+    with pytest.raises(TypeError, match="frames_read"):
+        check_regional_frames("2")
+
+
+# ---- Exercise 2: a per-block number that does not recompile every block ------------------------
+
+
+class BufferBlock(nn.Module):
+    def __init__(self, layer_idx: int, width: int = 16):
+        super().__init__()
+        self.linear = nn.Linear(width, width)
+        self.register_buffer("damping", torch.tensor(1.0 / (layer_idx + 1)), persistent=False)
+
+    def forward(self, x):
+        return x + torch.relu(self.linear(x)) * self.damping
+
+
+class FloatBlock(nn.Module):
+    """Wrong: a Python float is a constant of the compiled code, like the int it replaces."""
+
+    def __init__(self, layer_idx: int, width: int = 16):
+        super().__init__()
+        self.linear = nn.Linear(width, width)
+        self.damping = 1.0 / (layer_idx + 1)
+
+    def forward(self, x):
+        return x + torch.relu(self.linear(x)) * self.damping
+
+
+class OffByOneBlock(nn.Module):
+    """Wrong: compiles once, but block i is damped by 1/i (and block 0 not at all)."""
+
+    def __init__(self, layer_idx: int, width: int = 16):
+        super().__init__()
+        self.linear = nn.Linear(width, width)
+        self.register_buffer("damping", torch.tensor(1.0 / max(layer_idx, 1)), persistent=False)
+
+    def forward(self, x):
+        return x + torch.relu(self.linear(x)) * self.damping
+
+
+def test_exercise_2_right_and_unanswered():
+    assert check_fixed_block(None) == "Exercise 2: not answered yet."
+    assert check_fixed_block(BufferBlock) == "Exercise 2: correct."
+
+
+def test_exercise_2_rejects_the_unchanged_block_and_a_python_float():
+    from helpers.exercises.nb06 import DepthScaledBlock
+
+    with pytest.raises(AssertionError, match=r"Exercise 2: expected 1, got 6"):
+        check_fixed_block(DepthScaledBlock)
+    with pytest.raises(AssertionError, match=r"Exercise 2: expected 1, got [2-6]"):
+        check_fixed_block(FloatBlock)
+
+
+def test_exercise_2_rejects_a_block_that_computes_something_else():
+    with pytest.raises(AssertionError, match="must compute what DepthScaledBlock"):
+        check_fixed_block(OffByOneBlock)
+
+
+def test_exercise_2_names_a_bad_argument():
+    with pytest.raises(TypeError, match="block_class"):
+        check_fixed_block(BufferBlock(0))
+
+
+# ---- Exercise 3: nested_compile_region on six Mixers -------------------------------------------
+
+
+class RegionMixer(Mixer):
+    forward = torch.compiler.nested_compile_region(Mixer.forward)
+
+
+def mark_with_a_subclass(stack):
+    for block in stack:
+        block.__class__ = RegionMixer
+
+
+def mark_with_method_type(stack):
+    """Finding 27's shortcut: wrong with block 0's weights from torch 2.12, right by luck before."""
+    marked = torch.compiler.nested_compile_region(Mixer.forward)
+    for block in stack:
+        block.forward = types.MethodType(marked, block)
+
+
+def mark_only_the_first(stack):
+    stack[0].__class__ = RegionMixer
+
+
+def compile_each_block(stack):
+    for block in stack:
+        block.compile(backend="aot_eager")
+
+
+def test_exercise_3_right_and_unanswered():
+    assert check_mark_region(None) == "Exercise 3: not answered yet."
+    assert check_mark_region(mark_with_a_subclass) == "Exercise 3: correct."
+
+
+def test_exercise_3_rejects_the_method_type_shortcut_on_every_release():
+    with pytest.raises(AssertionError, match="forward of their own"):
+        check_mark_region(mark_with_method_type)
+
+
+@pytest.mark.parametrize("wrong", [mark_only_the_first, compile_each_block])
+def test_exercise_3_rejects_a_graph_without_six_calls_of_one_region(wrong):
+    with pytest.raises(AssertionError, match="Exercise 3: wrong for"):
+        check_mark_region(wrong)
+
+
+def test_exercise_3_names_a_bad_argument():
+    with pytest.raises(TypeError, match="mark"):
+        check_mark_region("mark_region")
