@@ -6,6 +6,8 @@ tests skip where Inductor cannot compile for the CPU.
 
 from __future__ import annotations
 
+import copy
+
 import pytest
 import torch
 
@@ -66,6 +68,52 @@ def eager_backend(model, x):
     return compiled
 
 
+def frozen_under_no_grad(model, x):
+    """Frozen, but traced under no_grad: the check's inference-mode call recompiles without freezing."""
+    with torch.no_grad(), torch._inductor.config.patch(freezing=True):
+        compiled = torch.compile(model)
+        compiled(x)
+    return compiled
+
+
+def aot_eager_backend(model, x):
+    """Frozen for Dynamo, but aot_eager reads the module's live parameters."""
+    with torch.inference_mode(), torch._inductor.config.patch(freezing=True):
+        compiled = torch.compile(model, backend="aot_eager")
+        compiled(x)
+    return compiled
+
+
+def stored_output(model, x):
+    """Compiles (unfrozen), then replays its first output: looks frozen, computes nothing."""
+    with torch.inference_mode():
+        compiled = torch.compile(model, options={"freezing": True})
+        out = compiled(x)
+    return lambda _x: out
+
+
+def returns_the_eager_model(model, x):
+    with torch.inference_mode(), torch._inductor.config.patch(freezing=True):
+        torch.compile(model)(x)
+    return model
+
+
+def compiles_a_copy(model, x):
+    """Unfrozen, on a copy of the weights: the check's change to the model never reaches it."""
+    with torch.inference_mode():
+        compiled = torch.compile(copy.deepcopy(model))
+        compiled(x)
+    return compiled
+
+
+def frozen_global_around_first_call_only(model, x):
+    """Right: torch.compile only wraps; the global matters while the first call traces."""
+    compiled = torch.compile(model)
+    with torch.inference_mode(), torch._inductor.config.patch(freezing=True):
+        compiled(x)
+    return compiled
+
+
 def not_compiled(model, x):
     """A cached result is 'stale' too, but nothing was compiled."""
     cached = model(x).detach()
@@ -76,16 +124,22 @@ def test_frozen_not_answered_and_right():
     assert check_frozen(None) == "Exercise 1: not answered yet."
     assert check_frozen(lambda model, x: None) == "Exercise 1: not answered yet."
     assert check_frozen(frozen_right).startswith("Exercise 1: correct")
+    assert check_frozen(frozen_global_around_first_call_only).startswith("Exercise 1: correct")
 
 
 @pytest.mark.parametrize(
     ("wrong", "match"),
     [
         (options_only, "saw a weight change"),
-        (global_with_gradients, "saw a weight change"),
+        (global_with_gradients, "under torch.inference_mode"),  # traced with gradients: recompiles
         (global_set_after_the_first_call, "saw a weight change"),
         (eager_backend, "saw a weight change"),
         (not_compiled, "compiled nothing"),
+        (frozen_under_no_grad, "under torch.inference_mode"),
+        (aot_eager_backend, "saw a weight change"),
+        (stored_output, "on a new input"),
+        (returns_the_eager_model, "saw a weight change"),
+        (compiles_a_copy, "freezing pass never ran"),
     ],
     ids=lambda v: getattr(v, "__name__", v),
 )
@@ -106,6 +160,8 @@ def test_autotuned_not_answered_and_right():
     assert check_autotuned(None) == "Exercise 2: not answered yet."
     right = check_autotuned(lambda x, w: torch.bmm(x, w.expand(x.shape[0], -1, -1)))
     assert right.startswith("Exercise 2: correct")
+    einsum = check_autotuned(lambda x, w: torch.einsum("bij,jk->bik", x, w))
+    assert einsum.startswith("Exercise 2: correct")
 
 
 @pytest.mark.parametrize(
@@ -116,8 +172,22 @@ def test_autotuned_not_answered_and_right():
         (lambda x, w: (x.reshape(-1, 64) @ w).reshape(BATCH, 64, 64), "tuned no matrix multiply"),
         (lambda x, w: torch.bmm(x, x), "does not compute"),  # tuned, but another product
         (lambda x, w: x.sum(), "must return a tensor of shape"),
+        (lambda x, w: torch.stack([xi @ w for xi in x]), "tuned no matrix multiply"),  # 8 plain mm
+        (lambda x, w: torch.nn.functional.linear(x, w.T), "tuned no matrix multiply"),
+        (lambda x, w: torch.bmm(x, w.T.expand(BATCH, -1, -1)), "does not compute"),
+        (lambda x, w: x @ w + 0 * torch.bmm(x, x), "still multiplies with aten.mm"),  # a bmm tuned beside
     ],
-    ids=["matmul-operator", "torch.matmul", "reshape-mm", "bmm-wrong-operand", "wrong-shape"],
+    ids=[
+        "matmul-operator",
+        "torch.matmul",
+        "reshape-mm",
+        "bmm-wrong-operand",
+        "wrong-shape",
+        "loop-of-mm",
+        "F.linear",
+        "bmm-transposed-weight",
+        "extra-bmm-beside-mm",
+    ],
 )
 def test_autotuned_wrong(wrong, match):
     with pytest.raises(AssertionError, match=match):

@@ -11,6 +11,7 @@ from __future__ import annotations
 import warnings
 from collections.abc import Callable
 from typing import Any
+from unittest import mock
 
 import torch
 from torch import nn
@@ -52,11 +53,11 @@ def check_frozen(compile_frozen: Callable[[nn.Module, torch.Tensor], Any] | None
     """Exercise 1: ``compile_frozen(model, x)`` must return ``model`` compiled with frozen weights.
 
     A function that returns ``None`` and compiles nothing is not answered yet. The check builds
-    a :class:`GainedMLP` in eval mode, calls ``compile_frozen(model, x)`` (which
-    compiles and makes the first call), then changes ``model.gain`` in place and calls the
-    returned model again under ``torch.inference_mode()``. Frozen weights are constants of the
-    compiled code: the result must stay what it was, with no recompilation. Unfrozen weights are
-    graph inputs: the result follows the change. The weight is restored afterwards.
+    a :class:`GainedMLP` in eval mode, calls ``compile_frozen(model, x)`` (which compiles and
+    makes the first call), then changes ``model.gain`` in place and calls the returned model on a
+    new input under ``torch.inference_mode()``. Frozen weights are constants of the compiled code:
+    the result must be that of the weights at compile time, with no recompilation. Unfrozen
+    weights are graph inputs: the result follows the change. The weight is restored afterwards.
 
     Example:
         >>> check_frozen(lambda model, x: None)
@@ -73,8 +74,17 @@ def check_frozen(compile_frozen: Callable[[nn.Module, torch.Tensor], Any] | None
         torch.manual_seed(0)
         model = GainedMLP().eval()
         x = torch.randn(8, 32)
+    from torch._inductor import freezing
+
+    freeze_calls = []  # Inductor's freezing pass, torch._inductor.freezing.freeze, runs once per frozen graph
+    real_freeze = freezing.freeze
+
+    def counted_freeze(*args: Any, **kwargs: Any) -> Any:
+        freeze_calls.append(1)
+        return real_freeze(*args, **kwargs)
+
     try:
-        with CompileCounts() as first:
+        with CompileCounts() as first, mock.patch.object(freezing, "freeze", counted_freeze):
             compiled = compile_frozen(model, x)
         if compiled is None and first.frames == 0:
             return check_answer(1, None, 0, hint="unused")
@@ -85,16 +95,25 @@ def check_frozen(compile_frozen: Callable[[nn.Module, torch.Tensor], Any] | None
             "Exercise 1: compile_frozen compiled nothing. Hint: call the compiled model once inside "
             "compile_frozen, so that its first call compiles"
         )
-        with torch.inference_mode():
+        with torch.inference_mode(), CompileCounts() as again:
             before = compiled(x)
+        assert again.frames == 0, (
+            f"Exercise 1: calling your compiled model under torch.inference_mode() compiled {again.frames} "
+            "frame(s) again, without the freezing global (Dynamo's guards tell inference mode from any "
+            "other grad mode). Hint: make the first call the way the model is used later, under "
+            "torch.inference_mode()"
+        )
         expected_before = model(x).detach()
         torch.testing.assert_close(before, expected_before, rtol=1e-4, atol=1e-5)
+        # A new input of the same shape: the compiled model must compute, not replay an output.
+        x_new = x.flip(0)
+        expected_new = model(x_new).detach()
         with torch.no_grad():
             model.gain.add_(1.0)
         try:
             with torch.inference_mode(), CompileCounts() as later:
-                after = compiled(x)
-            live = model(x).detach()
+                after = compiled(x_new)
+            live = model(x_new).detach()
         finally:
             with torch.no_grad():
                 model.gain.sub_(1.0)
@@ -109,7 +128,18 @@ def check_frozen(compile_frozen: Callable[[nn.Module, torch.Tensor], Any] | None
                 "while it traces the first call, and only with gradients off; options= reach Inductor "
                 "too late"
             )
-        torch.testing.assert_close(after, before, rtol=0, atol=0)
+        try:
+            torch.testing.assert_close(after, expected_new, rtol=1e-4, atol=1e-5)
+        except AssertionError:
+            raise AssertionError(
+                "Exercise 1: on a new input the compiled model no longer computes the model with the "
+                "weights it was compiled with. Hint: return the compiled model itself, not a stored output"
+            ) from None
+        assert freeze_calls, (
+            "Exercise 1: the compiled model did not see the weight change, but Inductor's freezing pass "
+            "never ran: it runs on weights other than the model's (a copy?). Hint: compile the model "
+            "you were given, with the freezing global on"
+        )
     finally:
         torch._dynamo.reset()
     return "Exercise 1: correct: the weights are constants of the compiled code (a later change is not seen)."
@@ -170,8 +200,9 @@ def check_autotuned(project: Callable[[torch.Tensor, torch.Tensor], torch.Tensor
     """Exercise 2: ``project(x, w)`` computes ``x @ w`` for ``x`` (8, 64, 64) and ``w`` (64, 64)
     in a way that max-autotune tunes on a CPU without freezing.
 
-    Right when the eager result equals ``x @ w`` and compiling it with
-    ``max_autotune`` benchmarked at least one GEMM (``gemm_autotunings``).
+    Right when the eager result equals ``x @ w``, compiling it with ``max_autotune`` benchmarked
+    at least one GEMM (``gemm_autotunings``), and its ATen graph holds no 2-D ``mm``/``addmm``
+    (the projection itself is the batched matmul).
 
     Example:
         >>> check_autotuned(None)
@@ -203,5 +234,17 @@ def check_autotuned(project: Callable[[torch.Tensor, torch.Tensor], torch.Tensor
         "Exercise 2: max-autotune tuned no matrix multiply. Hint: on a CPU a 2-D matmul (x @ w, "
         "torch.matmul, a Linear) is tuned only when its weight is a constant (freezing); read "
         "use_cpp_bmm_template in torch/_inductor/utils.py for the op that is tuned without"
+    )
+    # The tuned GEMM must be the projection itself, not an extra batched product beside a 2-D one.
+    from torch.fx.experimental.proxy_tensor import make_fx
+
+    plain_gemms = {torch.ops.aten.mm.default, torch.ops.aten.addmm.default}
+    untuned = sorted(
+        {str(node.target) for node in make_fx(project)(x, w).graph.nodes if node.target in plain_gemms}
+    )
+    assert not untuned, (
+        "Exercise 2: a batched matmul was tuned, but project(x, w) still multiplies with "
+        f"{', '.join(untuned)}, a 2-D matrix multiply that max-autotune does not tune without "
+        "freezing. Hint: make the projection itself the batched matmul"
     )
     return f"Exercise 2: correct: max-autotune benchmarked {runs} GEMM(s) without freezing."
