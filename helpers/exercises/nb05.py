@@ -1,0 +1,140 @@
+"""Self-checks for notebook 05's exercises: each compiles with Inductor and reads the cache's answer.
+
+Every check compiles in a cache directory of its own (``torch._inductor.utils.fresh_cache()``),
+so its hits and misses do not depend on what this machine compiled before, and it forgets what
+it compiled in memory before and after (Dynamo's code and Inductor's loaded modules).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import torch
+from torch._inductor.codecache import PyCodeCache
+from torch._inductor.utils import clear_inductor_caches, fresh_cache
+
+from helpers.counters import CompileCounts
+
+#: Compiled against eager within this tolerance (float32 on a CPU; Inductor's tanh may differ
+#: from ATen's in the last bits).
+TOLERANCE = {"rtol": 1e-4, "atol": 1e-5}
+
+
+def activation(x: torch.Tensor) -> torch.Tensor:
+    """Exercise 1's function: the one whose cache entry a refactoring must keep."""
+    return torch.tanh(x) * 0.5 + 0.5
+
+
+def _forget_all() -> None:
+    torch.compiler.reset()
+    clear_inductor_caches()
+
+
+def _same_code(a: Callable[..., object], b: Callable[..., object]) -> bool:
+    """Whether two functions have the same body (their names and line numbers aside)."""
+    ca, cb = getattr(a, "__code__", None), getattr(b, "__code__", None)
+    if ca is None or cb is None:
+        return False
+    fields = ("co_code", "co_names", "co_varnames")
+
+    def constants(fn: Callable[..., object], code: object) -> tuple[object, ...]:
+        # co_consts[0] is the docstring, or None without one: leave both out.
+        return tuple(c for c in code.co_consts if c is not None and c != fn.__doc__)
+
+    return all(getattr(ca, f) == getattr(cb, f) for f in fields) and constants(a, ca) == constants(b, cb)
+
+
+def check_refactor(candidate: Callable[[torch.Tensor], torch.Tensor] | None) -> str:
+    """Exercise 1: a rewrite of :func:`activation` that keeps its FX graph cache entry.
+
+    In a fresh cache directory, compile ``activation`` (a miss: it writes the entry), forget
+    everything in memory, then compile ``candidate`` on the same input. Right when the body
+    differs from ``activation``'s, the values match it (within :data:`TOLERANCE`), and the FX
+    graph cache hit with no miss. A wrong answer raises ``AssertionError`` saying which failed.
+
+    Example:
+        >>> check_refactor(None)
+        'Exercise 1: not answered yet.'
+    """
+    if candidate is None:
+        return "Exercise 1: not answered yet."
+    if not callable(candidate):
+        raise TypeError(f"candidate must be a function of one tensor; got {type(candidate).__name__}")
+    assert not _same_code(candidate, activation), (
+        "Exercise 1: candidate has the same body as activation. Hint: change how it is written "
+        "(argument or variable names, a local variable, a helper function); a comment or a new "
+        "function name alone leaves the body as it was"
+    )
+    x = torch.linspace(-3.0, 3.0, 16)
+    with fresh_cache():
+        _forget_all()
+        torch.compile(activation)(x)
+        _forget_all()
+        with CompileCounts() as counts:
+            result = torch.compile(candidate)(x)
+        _forget_all()
+    try:
+        torch.testing.assert_close(result, activation(x), **TOLERANCE)
+    except AssertionError:
+        raise AssertionError(
+            "Exercise 1: candidate computes other values than activation. Hint: a refactoring keeps "
+            "the result; change how the code reads, not what it computes"
+        ) from None
+    hits, misses = counts.fxgraph_cache_hits, counts.fxgraph_cache_misses
+    assert hits == 1 and misses == 0, (
+        f"Exercise 1: the FX graph cache had {hits} hit(s) and {misses} miss(es); one hit was "
+        "expected. Hint: the key is the captured graph, so the same values from other operations "
+        "(or a graph break) are a new entry"
+    )
+    aot = "hit" if counts.autograd_cache_hits else "missed"
+    return f"Exercise 1: correct: same values, the FX graph cache hit (the AOTAutograd cache {aot})."
+
+
+def _cosine(x: torch.Tensor) -> torch.Tensor:
+    return torch.cos(x) * 2 + 1
+
+
+def check_forget(forget: Callable[[], object] | None) -> str:
+    """Exercise 2: ``forget()`` lets this process compile again as a fresh one would, from disk.
+
+    In a fresh cache directory, compile a small function and call it, call ``forget()``, then
+    call the same compiled function again. Right when Dynamo traced it again (one frame
+    compiled), no module Inductor loaded for the first compile is still in memory, and the FX
+    graph cache hit (the entry on disk answered). A wrong answer raises ``AssertionError``.
+
+    Example:
+        >>> check_forget(None)
+        'Exercise 2: not answered yet.'
+    """
+    if forget is None:
+        return "Exercise 2: not answered yet."
+    if not callable(forget):
+        raise TypeError(f"forget must be a function of no arguments; got {type(forget).__name__}")
+    x = torch.randn(8, generator=torch.Generator().manual_seed(0))
+    with fresh_cache():
+        _forget_all()
+        compiled = torch.compile(_cosine)
+        before = {id(module) for module in PyCodeCache.modules}
+        compiled(x)
+        loaded = [module for module in PyCodeCache.modules if id(module) not in before]
+        if not loaded:  # pragma: no cover - a release that no longer lists its loaded modules
+            raise RuntimeError("this torch lists no module loaded for the compile: the check cannot tell")
+        forget()
+        still_loaded = sum(1 for module in loaded if any(module is m for m in PyCodeCache.modules))
+        with CompileCounts() as counts:
+            compiled(x)
+        _forget_all()
+    assert counts.frames == 1, (
+        f"Exercise 2: Dynamo compiled {counts.frames} frame(s) after forget(); it reused the code it "
+        "had compiled, so nothing was forgotten. Hint: start with Dynamo's reset"
+    )
+    assert still_loaded == 0, (
+        "Exercise 2: the module(s) Inductor loaded for the first compile are still in memory. "
+        "Hint: torch.compiler.reset() clears Dynamo only; torch._inductor.utils has the "
+        "function that clears Inductor's in-memory caches"
+    )
+    assert counts.fxgraph_cache_hits == 1, (
+        f"Exercise 2: the FX graph cache had {counts.fxgraph_cache_hits} hit(s) and "
+        f"{counts.fxgraph_cache_misses} miss(es). Hint: forget what is in memory, keep what is on disk"
+    )
+    return "Exercise 2: correct: Dynamo traced again, nothing stayed in memory, and the disk cache hit."
