@@ -1,0 +1,181 @@
+"""Self-checks for notebook 07 (training): each compiles the learner's code and reads a compiler fact."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+from typing import Any
+
+import torch
+
+from helpers.exercises import check_answer
+
+#: The learning rate exercise 3's optimizer must start at.
+START_LR = 1e-3
+
+
+def _layer_loss(x: torch.Tensor, weight: torch.Tensor) -> torch.Tensor:
+    return torch.nn.functional.gelu(x @ weight).sum()
+
+
+def check_backward_compiled_early(compile_fn: Callable[..., Any] | None) -> str:
+    """Exercise 1: ``compile_fn(fn, backend)`` must compile ``fn`` so that AOTAutograd compiles its
+    backward graph during the first forward call, not at the first ``backward()``.
+
+    The check hands ``compile_fn`` a function ``gelu(x @ weight).sum()`` and a backend that records
+    when AOTAutograd compiles the forward and the backward graph, calls the result once, and then
+    calls ``backward()``. AOTAutograd compiles the backward early when the backward needs symbolic
+    sizes saved by the forward (``num_symints_saved_for_bw > 0``).
+
+    Example:
+        >>> check_backward_compiled_early(None)
+        'Exercise 1: not answered yet.'
+        >>> check_backward_compiled_early(lambda fn, be: torch.compile(fn, backend=be, dynamic=True))
+        'Exercise 1: correct.'
+    """
+    if compile_fn is None:
+        return "Exercise 1: not answered yet."
+    if not callable(compile_fn):
+        raise TypeError(
+            f"compile_fn must be a function (fn, backend) -> compiled fn; got {type(compile_fn).__name__}"
+        )
+    from functorch.compile import make_boxed_func
+    from torch._dynamo.backends.common import aot_autograd
+
+    compiled: list[str] = []
+
+    def recorder(label: str) -> Callable[..., Any]:
+        def compiler(graph_module: torch.fx.GraphModule, example_inputs: Any) -> Any:
+            compiled.append(label)
+            return make_boxed_func(graph_module.forward)
+
+        return compiler
+
+    backend = aot_autograd(fw_compiler=recorder("forward"), bw_compiler=recorder("backward"))
+    torch._dynamo.reset()
+    compiled_fn = compile_fn(_layer_loss, backend)
+    if compiled_fn is None:
+        return "Exercise 1: not answered yet."
+    torch.manual_seed(0)
+    x, weight = torch.randn(4, 8), torch.randn(8, 8, requires_grad=True)
+    loss = compiled_fn(x, weight)
+    after_forward = list(compiled)
+    loss.backward()
+    torch.testing.assert_close(loss, _layer_loss(x, weight), rtol=1e-5, atol=1e-5)
+    answer = {
+        "graphs compiled by the given backend": len(compiled),
+        "backward compiled during the forward call": "backward" in after_forward,
+    }
+    expected = {"graphs compiled by the given backend": 2, "backward compiled during the forward call": True}
+    return check_answer(
+        1,
+        answer,
+        expected,
+        hint="compile with the backend you are given, so that the backward needs a size the forward "
+        "must save for it: which compile option makes sizes symbolic (notebook 04)?",
+    )
+
+
+def _chain(x: torch.Tensor) -> torch.Tensor:
+    return torch.sin(x).cos().exp().sum()
+
+
+def check_saved_tensors(prediction: int | None) -> str:
+    """Exercise 2: how many tensors the forward of ``exp(cos(sin(x))).sum()`` saves for backward
+    when compiled with ``backend="aot_eager_decomp_partition"`` (eager autograd saves 3).
+
+    The check compiles the function and counts with :func:`helpers.memory.saved_activations`.
+
+    Example:
+        >>> check_saved_tensors(None)
+        'Exercise 2: not answered yet.'
+    """
+    if prediction is None:
+        return "Exercise 2: not answered yet."
+    if not isinstance(prediction, int) or isinstance(prediction, bool):
+        raise TypeError(f"prediction must be a whole number of tensors; got {type(prediction).__name__}")
+    from helpers.memory import saved_activations
+
+    x = torch.randn(1000, requires_grad=True)
+    eager_count = saved_activations(lambda: _chain(x)).count
+    torch._dynamo.reset()
+    compiled_chain = torch.compile(_chain, backend="aot_eager_decomp_partition")
+    compiled_count = saved_activations(lambda: compiled_chain(x)).count
+    if compiled_count >= eager_count:  # the lesson's premise; a release that changed it must say so
+        raise RuntimeError(
+            f"the partitioner saved {compiled_count} tensors, eager autograd {eager_count}: "
+            "this release no longer recomputes the chain"
+        )
+    return check_answer(
+        2,
+        prediction,
+        compiled_count,
+        hint="from x alone, the backward can recompute sin(x), cos(...) and exp(...) cheaply",
+    )
+
+
+def check_scheduled_optimizer(factory: Callable[[Any], Any] | None, steps: int = 4) -> str:
+    """Exercise 3: ``factory(params)`` returns an AdamW starting at ``START_LR`` whose compiled
+    ``step()`` does not recompile while a scheduler changes the learning rate.
+
+    The check reads the starting learning rate (it must be ``START_LR``, held in a tensor), then
+    runs ``steps`` compiled steps (``backend="eager"``) under ``LambdaLR(0.9 ** step)`` and counts
+    recompilations; it also checks that the scheduler really changed the learning rate.
+
+    Example:
+        >>> check_scheduled_optimizer(None)
+        'Exercise 3: not answered yet.'
+        >>> check_scheduled_optimizer(lambda params: torch.optim.AdamW(params, lr=torch.tensor(1e-3)))
+        'Exercise 3: correct.'
+    """
+    if factory is None:
+        return "Exercise 3: not answered yet."
+    if not callable(factory):
+        raise TypeError(f"factory must be a function params -> optimizer; got {type(factory).__name__}")
+    if not isinstance(steps, int) or isinstance(steps, bool) or steps < 2:
+        raise ValueError(f"steps must be an int >= 2; got {steps!r}")
+    from helpers.counters import CompileCounts
+
+    torch.manual_seed(0)
+    model = torch.nn.Linear(32, 32)
+    optimizer = factory(model.parameters())
+    if optimizer is None:
+        return "Exercise 3: not answered yet."
+    if not isinstance(optimizer, torch.optim.AdamW):
+        raise AssertionError(f"Exercise 3: return a torch.optim.AdamW; got {type(optimizer).__name__}.")
+    start = optimizer.param_groups[0]["lr"]
+    is_tensor = isinstance(start, torch.Tensor)
+    start_value = float(start)
+    scheduler = torch.optim.lr_scheduler.LambdaLR(optimizer, lambda step: 0.9**step)
+    torch._dynamo.reset()
+
+    @torch.compile(backend="eager")
+    def optimizer_step() -> None:
+        optimizer.step()
+
+    x = torch.randn(4, 32)
+    with CompileCounts() as counts:
+        for _ in range(steps):
+            model(x).square().mean().backward()
+            optimizer_step()
+            scheduler.step()
+            optimizer.zero_grad(set_to_none=True)
+    end_value = float(optimizer.param_groups[0]["lr"])
+    answer = {
+        "starts at START_LR": math.isclose(start_value, START_LR, rel_tol=1e-6),
+        "lr is a tensor": is_tensor,
+        "scheduler changed lr": math.isclose(end_value, START_LR * 0.9**steps, rel_tol=1e-5),
+        "recompilations": counts.recompilations,
+    }
+    expected = {
+        "starts at START_LR": True,
+        "lr is a tensor": True,
+        "scheduler changed lr": True,
+        "recompilations": 0,
+    }
+    return check_answer(
+        3,
+        answer,
+        expected,
+        hint=f"start at {START_LR:g}, and hold the value where a guard does not read it (notebook 04)",
+    )
