@@ -47,9 +47,12 @@ test: $(STAMP)
 # Strict nbval once more under a lower CPU capability: ATen's kernels and Inductor's vector code
 # (both read ATEN_CPU_CAPABILITY) take another path, so a compared output that depends on the CPU
 # fails here on one machine instead of on the next contributor's. AVX512 -> avx2; else -> default.
+# Always a fresh Inductor cache: the cache is not keyed by the CPU's instruction set, and kernels
+# compiled for AVX512 then reused under avx2 gave NaN in 07's bfloat16 step.
 LOWER_CAPABILITY := import torch; print({"AVX512": "avx2"}.get(torch.backends.cpu.get_cpu_capability(), "default"))
 test-portable: $(STAMP)
-	ATEN_CPU_CAPABILITY=$$($(BIN)/python -c '$(LOWER_CAPABILITY)') $(BIN)/python -m pytest notebooks
+	env -u TORCHINDUCTOR_CACHE_DIR ATEN_CPU_CAPABILITY=$$($(BIN)/python -c '$(LOWER_CAPABILITY)') \
+		$(BIN)/python -m pytest notebooks
 
 # Colab, simulated: a fresh venv without the course, google.colab importable, COURSE_REPO a file://
 # clone; notebook 01 must install the helpers from it and run to the end. Part of `make test` too.

@@ -29,8 +29,8 @@ def test_compare_interleaves_variants():
         {"a": lambda: order.append("a"), "b": lambda: order.append("b")}, warmup=1, rounds=3
     )
     assert {name: t.n for name, t in timings.items()} == {"a": 3, "b": 3}
-    # warm-up a, warm-up b, then a b a b a b
-    assert order[2:] == ["a", "b"] * 3
+    # warm-up a, warm-up b, then rounds that start with each variant in turn: a b, b a, a b
+    assert order[2:] == ["a", "b", "b", "a", "a", "b"]
 
 
 def test_compare_measures_slower_work_as_slower():
