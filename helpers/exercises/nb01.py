@@ -1,0 +1,232 @@
+"""Self-checks for notebook 01's exercises: a version guard, a fused kernel, the break-even point.
+
+Each check takes what the learner wrote, compiles where the exercise compiles, and compares the
+compiler fact it reads with the learner's answer through :func:`helpers.exercises.check_answer`.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections.abc import Callable
+from typing import Any
+
+import torch
+from packaging.version import Version
+
+from helpers.bench import break_even_calls
+from helpers.exercises import check_answer
+
+#: (installed version, minimum) -> does the course's rule say "at least"? Each case catches a
+#: realistic wrong rule: plain strings ("10.0" < "2.5.1"), (major, minor) only (2.5.0 passes
+#: 2.5.1), strict ">" (2.5.1 fails 2.5.1), full PEP 440 order (2.6.0a0 fails 2.6).
+VERSION_CASES: dict[tuple[str, str], bool] = {
+    ("10.0", "2.5.1"): True,
+    ("2.13.0+cpu", "2.5.1"): True,
+    ("2.5.1", "2.5.1"): True,
+    ("2.5.0", "2.5.1"): False,
+    ("2.4.1", "2.5"): False,
+    ("1.13.1", "2"): False,
+    ("2.6.0a0+ecf3bae", "2.6"): True,
+}
+
+#: (first_call_s, eager_s, compiled_s) -> calls until compiling pays off. Every number is a
+#: binary fraction, so the boundaries are exact: (2.0, 0.5, 0.25) is paid off at exactly 7 calls
+#: (a strict "<" or an off-by-one answer says 8), (1.375, 0.5, 0.25) needs 4.5 calls (rounding
+#: down says 4), a first call cheaper than an eager one pays off at once (1, not 0), and a
+#: compiled call that is not faster never pays off (None).
+BREAK_EVEN_CASES: dict[tuple[float, float, float], int | None] = {
+    (2.0, 0.5, 0.25): 7,
+    (1.375, 0.5, 0.25): 5,
+    (0.25, 0.5, 0.25): 1,
+    (2.0, 0.5, 0.5): None,
+    (2.0, 0.25, 0.5): None,
+}
+
+_FUSED_KERNEL = re.compile(r"^(cpp_fused_\w+)\s*=\s*async_compile\.", re.MULTILINE)
+_LIBRARY_CALL = re.compile(r"\bextern_kernels\.\w+\(")
+
+
+def _course_rule(version: str, minimum: str) -> bool:
+    def base(text: str) -> Version:
+        return Version(Version(text).base_version)
+
+    return base(version) >= base(minimum)
+
+
+def _call(candidate: Callable[..., Any], args: tuple[Any, ...]) -> Any:
+    # A learner's function that raises on a case gives a wrong answer for it, not a crash.
+    try:
+        return candidate(*args)
+    except Exception as error:  # noqa: BLE001 - any failure is reported as the answer
+        return f"raised {type(error).__name__}: {error}"
+
+
+def check_version_guard(candidate: Callable[[str, str], bool | None], *, exercise: int = 1) -> str:
+    """Feed ``candidate(version, minimum)`` into a guarded compile and count the graphs compiled.
+
+    For each case of :data:`VERSION_CASES` the check compiles a small function with
+    ``torch._dynamo.testing.CompileCounter`` as the backend where ``candidate`` says yes, calls
+    it, and records how many graphs the backend received (1 compiled, 0 ran eagerly). Those
+    counts must match the course's rule: base versions, parsed.
+
+    Example:
+        >>> from helpers.guard import parse_version
+        >>> check_version_guard(lambda v, m: None)
+        'Exercise 1: not answered yet.'
+        >>> check_version_guard(lambda v, m: parse_version(v) >= parse_version(m))
+        'Exercise 1: correct.'
+    """
+    if not callable(candidate):
+        raise TypeError(
+            f"candidate must be a function (version, minimum) -> bool; got {type(candidate).__name__}"
+        )
+    from torch._dynamo.testing import CompileCounter
+
+    answers = {case: _call(candidate, case) for case in VERSION_CASES}
+    if all(answer is None for answer in answers.values()):
+        return check_answer(exercise, answers, VERSION_CASES, hint="unused")
+
+    def small(x: torch.Tensor) -> torch.Tensor:
+        return torch.sin(x) + 1
+
+    compiled_graphs: dict[tuple[str, str], Any] = {}
+    for case, says_yes in answers.items():
+        if not isinstance(says_yes, bool):
+            compiled_graphs[case] = f"{says_yes!r} (not a bool)"
+            continue
+        counter = CompileCounter()  # a backend that counts the graphs it receives
+        torch._dynamo.reset()
+        guarded = torch.compile(small, backend=counter) if says_yes else small
+        guarded(torch.ones(2))
+        compiled_graphs[case] = counter.frame_count
+    torch._dynamo.reset()
+    expected = {case: int(_course_rule(*case)) for case in VERSION_CASES}
+    assert expected == {case: int(want) for case, want in VERSION_CASES.items()}
+    return check_answer(
+        exercise,
+        compiled_graphs,
+        expected,
+        hint="graphs compiled per (version, minimum); parse both, compare base versions "
+        "(all three parts, pre-release and +local tags dropped), with >=",
+    )
+
+
+def _reference_tail(x: torch.Tensor, weight: torch.Tensor) -> torch.Tensor:
+    h = torch.nn.functional.gelu(x @ weight) + x
+    return torch.nn.functional.layer_norm(h, h.shape[-1:])
+
+
+def kernel_counts(code: str) -> tuple[int, int]:
+    """(fused C++ kernels defined, library calls made) in one program Inductor generated.
+
+    A fused kernel is a ``cpp_fused_...`` definition; a library call is an
+    ``extern_kernels.<name>(`` call (a matmul in MKL/oneDNN, for instance).
+
+    Example:
+        >>> program = "cpp_fused_add_0 = async_compile.cpp_pybinding(...)\\n"
+        >>> kernel_counts(program + "extern_kernels.mm(a, b, out=c)")
+        (1, 1)
+    """
+    if not isinstance(code, str):
+        raise TypeError(f"code must be the generated program (a str); got {type(code).__name__}")
+    return len(set(_FUSED_KERNEL.findall(code))), len(_LIBRARY_CALL.findall(code))
+
+
+def check_kernel_counts(
+    fn: Callable[[torch.Tensor, torch.Tensor], torch.Tensor],
+    counts: tuple[int, int] | None,
+    *,
+    exercise: int = 2,
+) -> str:
+    """Check ``fn`` ends with a layer norm, compile it with Inductor, compare ``counts`` with its code.
+
+    ``fn(x, weight)`` must compute ``layer_norm(gelu(x @ weight) + x)`` over the last dimension
+    (checked eagerly first). ``counts`` is the learner's reading of the generated program:
+    ``(fused C++ kernels, library calls)``, as :func:`kernel_counts` counts them. Needs a
+    working C++ compiler (Inductor on a CPU).
+
+    Example:
+        >>> check_kernel_counts(lambda x, w: x, None)
+        'Exercise 2: not answered yet.'
+    """
+    if not callable(fn):
+        raise TypeError(f"fn must be a function (x, weight) -> tensor; got {type(fn).__name__}")
+    if counts is None:
+        return check_answer(exercise, None, (0, 0), hint="unused")
+    if (
+        not isinstance(counts, tuple)
+        or len(counts) != 2
+        or not all(isinstance(n, int) and not isinstance(n, bool) for n in counts)
+    ):
+        raise TypeError(f"counts must be a tuple of two ints (fused kernels, library calls); got {counts!r}")
+    generator = torch.Generator().manual_seed(0)
+    x = torch.randn(64, 128, generator=generator)
+    weight = torch.randn(128, 128, generator=generator) / 128**0.5
+    try:
+        torch.testing.assert_close(fn(x, weight), _reference_tail(x, weight), rtol=1e-5, atol=1e-5)
+    except (AssertionError, RuntimeError, TypeError) as error:
+        raise AssertionError(
+            f"Exercise {exercise}: fn does not compute layer_norm(gelu(x @ weight) + x) yet; add the "
+            "layer norm over the last dimension, then count the kernels of the changed function."
+        ) from error
+    from torch._inductor.utils import run_and_get_code
+
+    _, programs = run_and_get_code(torch.compile(fn), x, weight)
+    torch._dynamo.reset()
+    observed = tuple(map(sum, zip(*(kernel_counts(code) for code in programs), strict=True))) or (0, 0)
+    return check_answer(
+        exercise,
+        counts,
+        observed,
+        hint="count kernels, not operations: one cpp_fused_ definition can hold several ops; "
+        "a matmul stays a call into a library",
+    )
+
+
+def check_break_even(
+    candidate: Callable[[float, float, float], int | None],
+    measured: tuple[float, float, float] | None = None,
+    *,
+    exercise: int = 3,
+    unanswered: Any = -1,
+) -> str:
+    """Check ``candidate(first_call_s, eager_s, compiled_s)`` on exact cases and a measured one.
+
+    The right answer is the smallest whole ``n`` with
+    ``first_call_s + (n - 1) * compiled_s <= n * eager_s``, or ``None`` when compiled calls are
+    not faster. ``measured`` (the notebook's own three figures) is added as a case, with
+    :func:`helpers.bench.break_even_calls` as the expected answer. While ``candidate`` returns
+    ``unanswered`` everywhere, the exercise is not answered yet.
+
+    Example:
+        >>> check_break_even(lambda first, eager, compiled: -1)
+        'Exercise 3: not answered yet.'
+    """
+    if not callable(candidate):
+        raise TypeError(
+            f"candidate must be a function (first_call_s, eager_s, compiled_s) -> int | None; "
+            f"got {type(candidate).__name__}"
+        )
+    expected: dict[tuple[float, float, float], int | None] = dict(BREAK_EVEN_CASES)
+    if measured is not None:
+        if (
+            not isinstance(measured, tuple)
+            or len(measured) != 3
+            or not all(isinstance(v, (int, float)) and math.isfinite(v) and v > 0 for v in measured)
+        ):
+            raise ValueError(
+                f"measured must be (first_call_s, eager_s, compiled_s), positive seconds; got {measured!r}"
+            )
+        expected[measured] = break_even_calls(*measured)
+    # The exact cases are the helper's own answers too.
+    assert all(break_even_calls(*case) == want for case, want in BREAK_EVEN_CASES.items())
+    answers = {case: _call(candidate, case) for case in expected}
+    return check_answer(
+        exercise,
+        answers,
+        expected,
+        unanswered=unanswered,
+        hint="the smallest whole n with first + (n - 1) * compiled <= n * eager (<=, not <; "
+        "round up); None when compiled is not faster",
+    )
