@@ -123,6 +123,17 @@ def compile_each_block(stack):
         block.compile(backend="aot_eager")
 
 
+class RegionLinear(nn.Linear):
+    forward = torch.compiler.nested_compile_region(nn.Linear.forward)
+
+
+def mark_only_the_linear(stack):
+    """Wrong: six calls of one region that matches eager, but the ReLU and the residual add stay
+    outside it, traced again for every block."""
+    for block in stack:
+        block.linear.__class__ = RegionLinear
+
+
 def test_exercise_3_right_and_unanswered():
     assert check_mark_region(None) == "Exercise 3: not answered yet."
     assert check_mark_region(mark_with_a_subclass) == "Exercise 3: correct."
@@ -137,6 +148,11 @@ def test_exercise_3_rejects_the_method_type_shortcut_on_every_release():
 def test_exercise_3_rejects_a_graph_without_six_calls_of_one_region(wrong):
     with pytest.raises(AssertionError, match="Exercise 3: wrong for"):
         check_mark_region(wrong)
+
+
+def test_exercise_3_rejects_a_region_smaller_than_the_block():
+    with pytest.raises(AssertionError, match=r"'operations outside the region': [1-9].*relu"):
+        check_mark_region(mark_only_the_linear)
 
 
 def test_exercise_3_names_a_bad_argument():

@@ -6,6 +6,7 @@ is): they count what Dynamo does, which needs no C++ compiler, and take a second
 
 from __future__ import annotations
 
+import operator
 from collections.abc import Callable
 from typing import Any
 
@@ -165,6 +166,16 @@ def _invoke_subgraph_calls(graph: torch.fx.Graph) -> list[torch.fx.Node]:
     return [node for node in graph.nodes if node.target is torch.ops.higher_order.invoke_subgraph]
 
 
+def _ops_outside_regions(graph: torch.fx.Graph) -> list[str]:
+    """Operations of the outer graph other than a region call and reading its outputs."""
+    return [
+        getattr(node.target, "__name__", str(node.target))
+        for node in graph.nodes
+        if node.op in ("call_function", "call_method", "call_module")
+        and node.target not in (torch.ops.higher_order.invoke_subgraph, operator.getitem)
+    ]
+
+
 def check_mark_region(mark: Callable[[nn.Sequential], Any] | None) -> str:
     """Exercise 3: ``mark(stack)`` marks six ``Mixer`` blocks so a whole-stack compile reuses one region.
 
@@ -175,7 +186,9 @@ def check_mark_region(mark: Callable[[nn.Sequential], Any] | None) -> str:
       ``types.MethodType``): where a release reuses the region's first trace, such blocks all
       compute with block 0's weights, silently;
     - the compiled stack matches the eager one, each block with its own weights (rtol=atol=1e-5);
-    - the graph calls ``invoke_subgraph`` six times, always the same subgraph.
+    - the graph calls ``invoke_subgraph`` six times, always the same subgraph, and does nothing
+      else: the region is each block's whole ``forward`` (marking only its ``nn.Linear`` leaves
+      the ReLU and the residual add traced once per block, outside the region).
 
     Example:
         >>> check_mark_region(None)
@@ -224,10 +237,22 @@ def check_mark_region(mark: Callable[[nn.Sequential], Any] | None) -> str:
     )
     calls = [call for graph_module in graphs for call in _invoke_subgraph_calls(graph_module.graph)]
     bodies = {call.args[0].target for call in calls}
+    outside = [op for graph_module in graphs for op in _ops_outside_regions(graph_module.graph)]
     return check_answer(
         3,
-        {"graphs": len(graphs), "invoke_subgraph calls": len(calls), "distinct subgraphs": len(bodies)},
-        {"graphs": 1, "invoke_subgraph calls": N_BLOCKS, "distinct subgraphs": 1},
-        hint="wrap the forward of one class with torch.compiler.nested_compile_region and give every "
-        "block that class (section 2 did it for GPT2Block)",
+        {
+            "graphs": len(graphs),
+            "invoke_subgraph calls": len(calls),
+            "distinct subgraphs": len(bodies),
+            "operations outside the region": len(outside),
+        },
+        {
+            "graphs": 1,
+            "invoke_subgraph calls": N_BLOCKS,
+            "distinct subgraphs": 1,
+            "operations outside the region": 0,
+        },
+        hint="wrap the whole forward of one block class with torch.compiler.nested_compile_region and give "
+        "every block that class (section 2 did it for GPT2Block); operations left outside the region: "
+        f"{sorted(set(outside))}",
     )
