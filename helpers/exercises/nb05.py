@@ -7,6 +7,7 @@ it compiled in memory before and after (Dynamo's code and Inductor's loaded modu
 
 from __future__ import annotations
 
+import inspect
 from collections.abc import Callable
 
 import torch
@@ -31,7 +32,11 @@ def _forget_all() -> None:
 
 
 def _same_code(a: Callable[..., object], b: Callable[..., object]) -> bool:
-    """Whether two functions have the same body (their names and line numbers aside)."""
+    """Whether two functions have the same body (their names and line numbers aside).
+
+    A compiled or ``functools.wraps``-decorated function is compared by the function it wraps.
+    """
+    a, b = inspect.unwrap(a), inspect.unwrap(b)
     ca, cb = getattr(a, "__code__", None), getattr(b, "__code__", None)
     if ca is None or cb is None:
         return False
@@ -44,12 +49,20 @@ def _same_code(a: Callable[..., object], b: Callable[..., object]) -> bool:
     return all(getattr(ca, f) == getattr(cb, f) for f in fields) and constants(a, ca) == constants(b, cb)
 
 
+def _calls_activation(candidate: Callable[..., object]) -> bool:
+    """Whether ``candidate``'s body reads the global name of :func:`activation` (a wrapper)."""
+    fn = inspect.unwrap(candidate)
+    code, scope = getattr(fn, "__code__", None), getattr(fn, "__globals__", {})
+    return code is not None and any(scope.get(name) is activation for name in code.co_names)
+
+
 def check_refactor(candidate: Callable[[torch.Tensor], torch.Tensor] | None) -> str:
     """Exercise 1: a rewrite of :func:`activation` that keeps its FX graph cache entry.
 
     In a fresh cache directory, compile ``activation`` (a miss: it writes the entry), forget
     everything in memory, then compile ``candidate`` on the same input. Right when the body
-    differs from ``activation``'s, the values match it (within :data:`TOLERANCE`), and the FX
+    differs from ``activation``'s (a compiled ``activation`` or a wrapper calling it does not
+    count), the values match it (within :data:`TOLERANCE`), and the FX
     graph cache hit with no miss. A wrong answer raises ``AssertionError`` saying which failed.
 
     Example:
@@ -64,6 +77,10 @@ def check_refactor(candidate: Callable[[torch.Tensor], torch.Tensor] | None) -> 
         "Exercise 1: candidate has the same body as activation. Hint: change how it is written "
         "(argument or variable names, a local variable, a helper function); a comment or a new "
         "function name alone leaves the body as it was"
+    )
+    assert not _calls_activation(candidate), (
+        "Exercise 1: candidate calls activation itself, so its graph is activation's by "
+        "construction. Hint: write the computation out in the body, differently"
     )
     x = torch.linspace(-3.0, 3.0, 16)
     with fresh_cache():
