@@ -1,0 +1,106 @@
+"""Self-checks of notebook 09's exercises (weight-only int8 decoding, read from generated code).
+
+Each check reads the code Inductor generated for the learner's model (the notebook passes it
+in, from ``torch._inductor.utils.run_and_get_code``), so the checks are fast to test.
+"""
+
+from __future__ import annotations
+
+import torch
+
+from helpers.exercises import check_answer
+
+#: How Inductor's generated code calls the fused weight-only int8 kernel.
+FUSED_INT8_CALL = "_weight_int8pack_mm("
+
+
+def fused_int8_calls(generated_code: str) -> int:
+    """How many calls of the fused int8 kernel ``generated_code`` makes.
+
+    Example:
+        >>> fused_int8_calls("buf1 = extern_kernels._weight_int8pack_mm(buf0, arg1_1, arg2_1)")
+        1
+    """
+    if not isinstance(generated_code, str):
+        raise TypeError(
+            f"generated_code must be the generated code (str); got {type(generated_code).__name__}"
+        )
+    return generated_code.count(FUSED_INT8_CALL)
+
+
+def _prediction(value: object) -> int:
+    if not isinstance(value, int) or isinstance(value, bool) or value < 0:
+        raise ValueError(f"prediction must be a count (an int >= 0); got {value!r}")
+    return value
+
+
+def check_float32_activations(
+    prediction: int | None, generated_code: str | None, *, activation_dtype: torch.dtype
+) -> str:
+    """Exercise 1: fused int8 kernel calls when the int8 model keeps float32 activations.
+
+    ``activation_dtype`` is the learner's model's floating dtype (its token embedding's);
+    ``generated_code`` what Inductor generated for one step of it (``None`` while unanswered).
+
+    Example:
+        >>> check_float32_activations(None, None, activation_dtype=torch.float32)
+        'Exercise 1: not answered yet.'
+        >>> code = "buf0 = extern_kernels.mm(arg0_1, buf1)"
+        >>> check_float32_activations(0, code, activation_dtype=torch.float32)
+        'Exercise 1: correct.'
+    """
+    if prediction is None:
+        return "Exercise 1: not answered yet."
+    _prediction(prediction)
+    if not isinstance(activation_dtype, torch.dtype):
+        raise TypeError(f"activation_dtype must be a torch.dtype; got {type(activation_dtype).__name__}")
+    if activation_dtype != torch.float32:
+        raise AssertionError(
+            f"Exercise 1: your model's activations are {activation_dtype}, not float32. "
+            "Hint: quantize without converting the model with .to(HALF)."
+        )
+    if generated_code is None:
+        raise ValueError("generated_code must be the code Inductor generated for your model once answered")
+    return check_answer(
+        1,
+        prediction,
+        fused_int8_calls(generated_code),
+        hint="the pattern matcher checks the activations' dtype before it fuses (quantization.py)",
+    )
+
+
+def check_mlp_only(
+    prediction: int | None, generated_code: str | None, *, int8_layers: int, n_layer: int
+) -> str:
+    """Exercise 2: fused int8 kernel calls when only the MLP's two linear layers are quantized.
+
+    ``int8_layers`` counts the int8 layers of the learner's model, ``n_layer`` its blocks:
+    a model quantized anywhere but the MLPs is rejected before the prediction is read.
+
+    Example:
+        >>> code = "extern_kernels._weight_int8pack_mm(a)\\n" * 4
+        >>> check_mlp_only(4, code, int8_layers=4, n_layer=2)
+        'Exercise 2: correct.'
+    """
+    if prediction is None:
+        return "Exercise 2: not answered yet."
+    _prediction(prediction)
+    for label, value in (("int8_layers", int8_layers), ("n_layer", n_layer)):
+        if not isinstance(value, int) or isinstance(value, bool) or value < 1:
+            raise ValueError(f"{label} must be a positive int; got {value!r}")
+    if int8_layers != 2 * n_layer:
+        raise AssertionError(
+            f"Exercise 2: your model has {int8_layers} int8 layers; quantizing only the MLPs of "
+            f"{n_layer} blocks gives {2 * n_layer}. Hint: pass only= a test on the layer's name ('.mlp.')."
+        )
+    if generated_code is None:
+        raise ValueError("generated_code must be the code Inductor generated for your model once answered")
+    calls = fused_int8_calls(generated_code)
+    if calls != int8_layers:
+        raise AssertionError(
+            f"Exercise 2: the generated code calls the fused kernel {calls} times for {int8_layers} int8 "
+            "layers: were the activations bfloat16?"
+        )
+    return check_answer(
+        2, prediction, calls, hint="one fused call per int8 layer, and only the MLPs are int8"
+    )

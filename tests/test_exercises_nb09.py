@@ -1,0 +1,56 @@
+"""Notebook 09's exercise checks: right answers pass, realistic wrong answers are rejected."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+
+from helpers.exercises.nb09 import check_float32_activations, check_mlp_only, fused_int8_calls
+
+FUSED = "buf{i} = extern_kernels._weight_int8pack_mm(reinterpret_tensor(buf{i}, (1, 64), (0, 1), 0), w, s)\n"
+UNFUSED = "extern_kernels.mm(buf0, buf1, out=buf2)\ncpp_fused_0(const int8_t* in_ptr0, float* out_ptr0)\n"
+
+
+def fused(n: int) -> str:
+    return "".join(FUSED.format(i=i) for i in range(n))
+
+
+def test_counting_fused_calls():
+    assert fused_int8_calls(fused(3) + UNFUSED) == 3
+    with pytest.raises(TypeError, match="generated_code"):
+        fused_int8_calls(None)
+
+
+def test_exercise_1():
+    assert check_float32_activations(None, None, activation_dtype=torch.bfloat16).endswith(
+        "not answered yet."
+    )
+    assert check_float32_activations(0, UNFUSED, activation_dtype=torch.float32) == "Exercise 1: correct."
+    # "the pattern matches whatever the activations": one call per int8 layer of the tiny model (9)
+    with pytest.raises(AssertionError, match="Exercise 1: expected 0, got 9"):
+        check_float32_activations(9, UNFUSED, activation_dtype=torch.float32)
+    # the model was not changed: its activations are still bfloat16
+    with pytest.raises(AssertionError, match="not float32"):
+        check_float32_activations(9, fused(9), activation_dtype=torch.bfloat16)
+    with pytest.raises(ValueError, match="prediction"):
+        check_float32_activations(-1, UNFUSED, activation_dtype=torch.float32)
+    with pytest.raises(TypeError, match="activation_dtype"):
+        check_float32_activations(0, UNFUSED, activation_dtype="float32")
+
+
+def test_exercise_2():
+    assert check_mlp_only(None, None, int8_layers=9, n_layer=2).endswith("not answered yet.")
+    assert check_mlp_only(4, fused(4), int8_layers=4, n_layer=2) == "Exercise 2: correct."
+    for wrong in (2, 9, 5):  # one per block; every layer; 4 per block plus the head minus attention
+        with pytest.raises(AssertionError, match="Exercise 2: expected 4"):
+            check_mlp_only(wrong, fused(4), int8_layers=4, n_layer=2)
+    # the whole model quantized (the placeholder), or the attention layers instead of the MLP's
+    with pytest.raises(AssertionError, match="9 int8 layers"):
+        check_mlp_only(9, fused(9), int8_layers=9, n_layer=2)
+    with pytest.raises(AssertionError, match="6 int8 layers"):
+        check_mlp_only(6, fused(6), int8_layers=6, n_layer=2)
+    # MLP-only, but float32 activations: nothing fused
+    with pytest.raises(AssertionError, match="bfloat16"):
+        check_mlp_only(4, UNFUSED, int8_layers=4, n_layer=2)
+    with pytest.raises(ValueError, match="n_layer"):
+        check_mlp_only(4, fused(4), int8_layers=4, n_layer=0)
