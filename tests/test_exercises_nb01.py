@@ -39,6 +39,7 @@ def _major_minor(version: str) -> tuple[int, int]:
         pytest.param(lambda v, m: parse_version(v) > parse_version(m), id="strict-greater"),
         pytest.param(lambda v, m: Version(v) >= Version(m), id="pep440-pre-release-before-release"),
         pytest.param(lambda v, m: TorchVersion(v) >= m, id="TorchVersion"),
+        pytest.param(lambda v, m: Version(v).release >= Version(m).release, id="release-tuples"),
         pytest.param(lambda v, m: "yes", id="not-a-bool"),
         pytest.param(lambda v, m: True, id="always-compile"),
     ],
@@ -98,6 +99,7 @@ needs_inductor = pytest.mark.skipif(not compile_support("cpu").ok, reason="Induc
         ((3, 1), False),  # one kernel per operation: counting ops, not kernels
         ((1, 0), False),  # the matmul fused into the C++ kernel
         ((4, 0), False),  # every operation its own kernel
+        ((2, 1), False),  # the fused kernel counted twice: its definition and its call
     ],
 )
 def test_kernel_counts_right_and_wrong(counts, right):
@@ -145,6 +147,10 @@ def test_the_cases_are_exact_boundaries():
             lambda f, e, c: None if c > e else max(1, math.ceil((f - c) / (e - c))), id="divides-by-zero"
         ),
         pytest.param(lambda f, e, c: max(1, math.ceil((f - c) / (e - c))), id="never-none"),
+        pytest.param(
+            lambda f, e, c: None if c >= e else max(1, math.ceil(f / (e - c)) - 1),
+            id="first-over-saving-minus-one",
+        ),
     ],
 )
 def test_break_even_rejects_wrong_answers(wrong):

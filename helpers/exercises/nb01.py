@@ -19,7 +19,8 @@ from helpers.exercises import check_answer
 
 #: (installed version, minimum) -> does the course's rule say "at least"? Each case catches a
 #: realistic wrong rule: plain strings ("10.0" < "2.5.1"), (major, minor) only (2.5.0 passes
-#: 2.5.1), strict ">" (2.5.1 fails 2.5.1), full PEP 440 order (2.6.0a0 fails 2.6).
+#: 2.5.1), strict ">" (2.5.1 fails 2.5.1), full PEP 440 order (2.6.0a0 fails 2.6), release
+#: tuples compared as they are ((2, 5) < (2, 5, 0), though 2.5 and 2.5.0 are one release).
 VERSION_CASES: dict[tuple[str, str], bool] = {
     ("10.0", "2.5.1"): True,
     ("2.13.0+cpu", "2.5.1"): True,
@@ -28,19 +29,23 @@ VERSION_CASES: dict[tuple[str, str], bool] = {
     ("2.4.1", "2.5"): False,
     ("1.13.1", "2"): False,
     ("2.6.0a0+ecf3bae", "2.6"): True,
+    ("2.5", "2.5.0"): True,
 }
 
 #: (first_call_s, eager_s, compiled_s) -> calls until compiling pays off. Every number is a
 #: binary fraction, so the boundaries are exact: (2.0, 0.5, 0.25) is paid off at exactly 7 calls
 #: (a strict "<" or an off-by-one answer says 8), (1.375, 0.5, 0.25) needs 4.5 calls (rounding
 #: down says 4), a first call cheaper than an eager one pays off at once (1, not 0), and a
-#: compiled call that is not faster never pays off (None).
+#: compiled call that is not faster never pays off (None). (3.0, 1.0, 0.25) has a compiled call
+#: that is not half an eager one, so a formula that mixes up ``compiled_s`` and the saving
+#: ``eager_s - compiled_s`` (e.g. ``ceil(first / saving) - 1``, which says 3) fails it.
 BREAK_EVEN_CASES: dict[tuple[float, float, float], int | None] = {
     (2.0, 0.5, 0.25): 7,
     (1.375, 0.5, 0.25): 5,
     (0.25, 0.5, 0.25): 1,
     (2.0, 0.5, 0.5): None,
     (2.0, 0.25, 0.5): None,
+    (3.0, 1.0, 0.25): 4,
 }
 
 _FUSED_KERNEL = re.compile(r"^(cpp_fused_\w+)\s*=\s*async_compile\.", re.MULTILINE)
