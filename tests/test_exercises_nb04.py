@@ -4,9 +4,11 @@ from __future__ import annotations
 
 import pytest
 import torch
+import torch.nn.functional as F
 from torch import nn
+from torch._dynamo.decorators import mark_unbacked
 
-from helpers.exercises.nb04 import check_buckets, check_graph_prediction, check_sampler
+from helpers.exercises.nb04 import check_buckets, check_decode_graphs, check_sampler
 
 # The notebook's request lengths (random.Random(4), as its exercise cell draws them).
 LENGTHS = [10, 11, 15, 17, 20, 21, 23, 23, 24, 24, 26, 30, 32, 32, 39, 39, 62, 77, 91, 95, 97, 114]
@@ -20,32 +22,68 @@ def _fresh_dynamo():
     torch._dynamo.reset()
 
 
-# Exercise 1: predict the graph count.
+# Exercise 1: one graph for a sequence that grows from one token.
 
 
-def test_prediction_not_answered_and_right():
-    assert check_graph_prediction(None) == "Exercise 1: not answered yet."
-    assert check_graph_prediction(4) == "Exercise 1: correct."
+def _pad_to_13(x):
+    return F.pad(x, (0, 0, 0, 13 - x.shape[1]))  # one bucket, zeros after the last token
 
 
+def _pad_before(x):
+    return F.pad(x, (0, 0, 13 - x.shape[1], 0))  # zeros before the tokens: wrong rows
+
+
+def _mark_dynamic_from_one(x):
+    torch._dynamo.mark_dynamic(x, 1, min=1)  # asks for size 1 in the range: refused
+    return x
+
+
+def test_decode_not_answered_and_right():
+    assert check_decode_graphs(None) == "Exercise 1: not answered yet."
+    assert check_decode_graphs(lambda x: mark_unbacked(x, 1)).startswith("Exercise 1: correct")
+    assert check_decode_graphs(_pad_to_13).startswith("Exercise 1: correct")  # a single bucket
+
+
+@pytest.mark.filterwarnings("ignore")
 @pytest.mark.parametrize(
-    "wrong",
+    ("wrong", "match"),
     [
-        2,  # forgot that float64 fails every dtype guard
-        3,  # forgot that size 1 is specialized (the dynamic graph assumes size >= 2)
-        5,  # one graph per distinct shape, as with dynamic=False
-        6,  # one graph per call
+        (lambda x: x, "2 graphs"),  # as written: size 1 static, then a dynamic graph
+        (lambda x: torch._dynamo.mark_dynamic(x, 1), "2 graphs"),  # size 1 is still specialized
+        (lambda x: torch._dynamo.maybe_mark_dynamic(x, 1), "2 graphs"),
+        (lambda x: mark_unbacked(x, 0), "graphs"),  # the batch, not the length
+        (lambda x: torch._dynamo.mark_static(x, 1), "6 graphs"),
+        (_mark_dynamic_from_one, "compiling length 1 failed"),
+        (_pad_before, "rows differ"),
+        (lambda x: torch.zeros(2, 13, 4), "rows differ"),  # one graph, but not the model's answer
+        (lambda x: x.double(), "rows differ"),
+    ],
+    ids=[
+        "as_is",
+        "mark_dynamic",
+        "maybe_mark_dynamic",
+        "unbacked_batch",
+        "mark_static",
+        "mark_dynamic_min1",
+        "pad_before",
+        "constant",
+        "double",
     ],
 )
-def test_prediction_wrong(wrong):
-    with pytest.raises(AssertionError, match="expected 4"):
-        check_graph_prediction(wrong)
+def test_decode_wrong(wrong, match):
+    with pytest.raises(AssertionError, match=match):
+        check_decode_graphs(wrong)
 
 
-@pytest.mark.parametrize("bad", ["4", 4.0, True])
-def test_prediction_bad_type_names_the_argument(bad):
-    with pytest.raises(TypeError, match="prediction"):
-        check_graph_prediction(bad)
+@pytest.mark.parametrize("bad", ["mark_unbacked", 1, nn.Linear])
+def test_decode_bad_type_names_the_argument(bad):
+    with pytest.raises(TypeError, match="prepare"):
+        check_decode_graphs(bad)
+
+
+def test_decode_returning_a_non_tensor_names_the_argument():
+    with pytest.raises(TypeError, match="prepare"):
+        check_decode_graphs(lambda x: x.shape)
 
 
 # Exercise 2: buckets.
@@ -64,6 +102,7 @@ def test_buckets_not_answered_and_right():
         ((40, 130), "does not fit"),  # the longest request has no bucket
         ((40, 64, 130, 256), "4 graphs compiled"),  # finer, but one graph too many
         ((256,), "padding"),  # one bucket: one graph, but mostly padding
+        ((40, 130, 256, 512), "4 graphs compiled"),  # a spare bucket still compiles in the warm-up
     ],
 )
 def test_buckets_wrong(wrong, match):

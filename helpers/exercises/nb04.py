@@ -6,58 +6,84 @@ recompilations), which needs no code generation.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 import torch
 
 from helpers.counters import CompileCounts
-from helpers.exercises import check_answer
-
-#: Exercise 1's calls, in order: (shape, dtype) of each input.
-PREDICTION_CALLS: tuple[tuple[tuple[int, int], torch.dtype], ...] = (
-    ((4, 8), torch.float32),
-    ((4, 8), torch.float32),
-    ((6, 8), torch.float32),
-    ((9, 8), torch.float32),
-    ((9, 8), torch.float64),
-    ((1, 8), torch.float32),
-)
-
-
-def check_graph_prediction(prediction: int | None) -> str:
-    """Exercise 1: compile ``tanh(x) * 2`` and feed it ``PREDICTION_CALLS``; compare the graph count.
-
-    ``prediction`` is the number of graphs Dynamo compiles (default settings, fresh cache).
-
-    Example:
-        >>> check_graph_prediction(None)
-        'Exercise 1: not answered yet.'
-    """
-    if prediction is not None and (not isinstance(prediction, int) or isinstance(prediction, bool)):
-        raise TypeError(f"prediction must be a whole number of graphs; got {type(prediction).__name__}")
-    if prediction is None:
-        return check_answer(1, None, 0, hint="unused")
-    torch._dynamo.reset()
-    doubled_tanh = torch.compile(lambda x: torch.tanh(x) * 2, backend="eager")
-    with CompileCounts() as observed:
-        for shape, dtype in PREDICTION_CALLS:
-            doubled_tanh(torch.randn(*shape, dtype=dtype))
-    torch._dynamo.reset()
-    return check_answer(
-        1,
-        prediction,
-        observed.frames,
-        hint=(
-            "the first graph is static; a call compiles only if it fails a guard of every graph "
-            "cached so far. Remember the dtype guard, and what is special about size 1"
-        ),
-    )
 
 
 def _attention(x: torch.Tensor) -> torch.Tensor:
     scores = x @ x.transpose(-1, -2)
     future = torch.ones(x.shape[1], x.shape[1], dtype=torch.bool).triu(diagonal=1)
     return torch.softmax(scores.masked_fill(future, float("-inf")), dim=-1) @ x
+
+
+#: Exercise 1's decode loop: the sequence grows from one token.
+DECODE_LENGTHS: tuple[int, ...] = (1, 2, 3, 5, 8, 13)
+
+
+def check_decode_graphs(prepare: Callable[[torch.Tensor], torch.Tensor | None] | None) -> str:
+    """Exercise 1: compile causal attention and feed it ``DECODE_LENGTHS``, each input prepared.
+
+    ``prepare(x)`` gets each ``(2, length, 4)`` input before the call and returns the tensor to
+    feed the compiled function (``None`` means: ``x`` itself, marked in place). It may mark ``x``
+    or pad it after the last token. Right when the loop compiles exactly one graph, with no graph
+    break, and the first ``length`` rows of every result match eager. A wrong answer raises
+    ``AssertionError`` with the graph count and the first guard that failed.
+
+    Example:
+        >>> check_decode_graphs(None)
+        'Exercise 1: not answered yet.'
+        >>> from torch._dynamo.decorators import mark_unbacked
+        >>> check_decode_graphs(lambda x: mark_unbacked(x, 1))
+        'Exercise 1: correct: 1 graph for lengths 1, 2, 3, 5, 8, 13.'
+    """
+    if prepare is None:
+        return "Exercise 1: not answered yet."
+    if not callable(prepare) or isinstance(prepare, type):
+        raise TypeError(f"prepare must be a function taking and returning a tensor; got {prepare!r}")
+    lengths = ", ".join(map(str, DECODE_LENGTHS))
+    generator = torch.Generator().manual_seed(1)
+    torch._dynamo.reset()
+    compiled = torch.compile(_attention, backend="eager")
+    try:
+        with CompileCounts() as observed:
+            for length in DECODE_LENGTHS:
+                x = torch.randn(2, length, 4, generator=generator)
+                expected = _attention(x)
+                fed = prepare(x)
+                fed = x if fed is None else fed
+                if not isinstance(fed, torch.Tensor):
+                    raise TypeError(f"prepare must return a tensor or None; it returned {fed!r}")
+                try:
+                    out = compiled(fed)
+                except Exception as error:  # e.g. a size marked dynamic that the code specialized
+                    first = (str(error).strip().splitlines() or [""])[0][:160]
+                    raise AssertionError(
+                        f"Exercise 1: compiling length {length} failed ({type(error).__name__}: {first}). "
+                        "Hint: pick a marking that accepts every length of the loop"
+                    ) from None
+                try:
+                    torch.testing.assert_close(out[:, :length], expected)
+                except (AssertionError, IndexError, RuntimeError):
+                    raise AssertionError(
+                        f"Exercise 1: at length {length} the first {length} rows differ from eager. "
+                        "Hint: prepare may mark or pad x, not change its values"
+                    ) from None
+    finally:
+        torch._dynamo.reset()
+    reason = (
+        f"; the first guard that failed: {observed.recompile_reasons[0]}"
+        if observed.recompile_reasons
+        else ""
+    )
+    assert observed.frames == 1 and observed.graph_breaks == 0, (
+        f"Exercise 1: {observed.frames} graphs and {observed.graph_breaks} graph breaks for lengths "
+        f"{lengths}{reason}. Hint: a symbolic size is assumed to be at least 2; which marking gives "
+        "the size no example value?"
+    )
+    return f"Exercise 1: correct: 1 graph for lengths {lengths}."
 
 
 def check_buckets(
@@ -67,11 +93,12 @@ def check_buckets(
     max_graphs: int = 3,
     max_padding: float = 1.35,
 ) -> str:
-    """Exercise 2: pad every length to its bucket, compile with ``dynamic=False``, count graphs.
+    """Exercise 2: warm up every bucket with ``dynamic=False``, serve the padded lengths, count graphs.
 
     Right when every request fits the largest bucket, Dynamo compiles at most ``max_graphs``
-    graphs for the padded stream, and the padded tokens are at most ``max_padding`` times the
-    real ones. A wrong answer raises ``AssertionError`` saying which condition failed.
+    graphs for the warm-up and the padded stream (a spare bucket no request uses still costs one),
+    and the padded tokens are at most ``max_padding`` times the real ones. A wrong answer raises
+    ``AssertionError`` saying which condition failed.
 
     Example:
         >>> check_buckets(None, [5, 70])
@@ -97,13 +124,15 @@ def check_buckets(
     cost = sum(padded) / sum(lengths)
     torch._dynamo.reset()
     compiled = torch.compile(_attention, backend="eager", dynamic=False)
-    with torch._dynamo.config.patch(recompile_limit=len(lengths) + 1), CompileCounts() as observed:
+    with torch._dynamo.config.patch(recompile_limit=len(ordered) + 1), CompileCounts() as observed:
+        for bucket in ordered:  # the warm-up compiles every bucket, used or not
+            compiled(torch.randn(1, bucket, 4))
         for length in padded:
             compiled(torch.randn(1, length, 4))
     torch._dynamo.reset()
     assert observed.frames <= max_graphs, (
         f"Exercise 2: {observed.frames} graphs compiled; at most {max_graphs} allowed. "
-        "Hint: with dynamic=False every bucket a request lands in is one graph"
+        "Hint: with dynamic=False every bucket is one graph, compiled in the warm-up"
     )
     assert cost <= max_padding, (
         f"Exercise 2: padding makes {cost:.2f}x the real tokens; at most {max_padding}x allowed. "
