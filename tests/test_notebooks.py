@@ -294,10 +294,10 @@ def test_core_words_leave_out_the_title_deep_dives_solutions_and_folds():
         code("x = 1"),
         md("## Deep dive (optional): caches, cold\n\nskipped words"),
         md("### inside the dive\n\nstill skipped"),
-        md("## Exercises\n\n**Exercise 1.** five\n\n**Exercise 2.** six"),
+        md("## Summary\n\n- a point\n\n## Exercises\n\n**Exercise 1.** five\n\n**Exercise 2.** six"),
         md("## Solutions\n\nnot counted"),
     ]
-    # density.py's rule: "## 1. Lesson" is two words, a folded block none, the Exercises cell seven.
-    assert core_words(cells) == 5 + 1 + 7
+    # density.py's rule: "## 1. Lesson" is two words, a folded block none, the last cell eleven.
+    assert core_words(cells) == 5 + 1 + 11
     assert deep_dives(cells) == ["caches, cold"]
     assert exercise_count(cells) == 2

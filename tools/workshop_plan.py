@@ -79,11 +79,14 @@ def exercise_count(cells: list) -> int:
     """Exercises set in the Exercises section (``**Exercise N`` in its markdown)."""
     text, inside = [], False
     for cell in cells:
-        heading = _HEADING.match(cell.source.strip()) if cell.cell_type == "markdown" else None
-        if heading:
-            inside = heading.group(2).strip().lower().startswith("exercises")
-        if inside and cell.cell_type == "markdown":
-            text.append(cell.source)
+        if cell.cell_type != "markdown":
+            continue
+        for line in cell.source.splitlines():  # a heading may stand anywhere in a cell
+            heading = _HEADING.match(line)
+            if heading:
+                inside = heading.group(2).strip().lower().startswith("exercises")
+            elif inside:
+                text.append(line)
     return len(set(re.findall(r"\*\*Exercise (\d+)", "\n".join(text))))
 
 
