@@ -1,11 +1,17 @@
 """Self-checks of notebook 08's exercises (the capstone: a compiled decoding step).
 
-Each check compares the learner's answer with what the notebook measured (passed in), so the
-checks are fast to test with realistic wrong answers.
+Exercise 1's check compiles the learner's answer (``backend="eager"``: it counts what Dynamo
+does); Exercise 2's compares the learner's prediction with what the notebook measured.
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable, Sequence
+from typing import Any
+
+import torch
+
+from helpers.counters import CompileCounts
 from helpers.exercises import check_answer
 
 
@@ -15,57 +21,145 @@ def _count(label: str, value: object) -> int:
     return value
 
 
-def check_new_cache_recompilations(prediction: int | None, observed: int, *, address_guarded: bool) -> str:
-    """Exercise 1: recompilations of a compiled step serving requests with a new ``StaticCache`` each.
+#: Exercise 1's requests: (prompt length, new tokens). Each needs a different room in a cache.
+REQUESTS: tuple[tuple[int, int], ...] = ((16, 4), (24, 4), (8, 6), (30, 3), (12, 5))
 
-    ``observed`` is the count the notebook measured (``CompileCounts.recompilations``) and
-    ``address_guarded`` the installed ``mark_static_address`` default (``guard=True`` makes
-    every new cache fail a guard). The prediction must equal what was measured.
+
+def check_one_cache(
+    cache_for: Callable[[int, int], Any] | None,
+    *,
+    model: Any,
+    step: Callable[..., torch.Tensor],
+    generate: Callable[..., torch.Tensor],
+    requests: Sequence[tuple[int, int]] = REQUESTS,
+) -> str:
+    """Exercise 1: serve ``requests`` with one compiled step and the caches ``cache_for`` gives.
+
+    ``cache_for(prompt_len, n_new)`` returns the ``StaticCache`` a request decodes in. The
+    check compiles ``step`` (``backend="eager"``, ``fullgraph=True``, after a reset), runs
+    ``generate(model, compiled_step, prompt, n_new, cache)`` for every request, and compares
+    the tokens with the eager step in a fresh cache of the request's size. Right when every
+    request runs in the first graph (no recompilation) and all share one cache: a cache per
+    request has a new address (CUDA graphs re-record; releases whose ``mark_static_address``
+    guards the address recompile). A wrong answer raises ``AssertionError`` with the counts
+    and the first guard that failed.
 
     Example:
-        >>> check_new_cache_recompilations(None, 1, address_guarded=False)
+        >>> check_one_cache(None, model=None, step=print, generate=print)
         'Exercise 1: not answered yet.'
-        >>> check_new_cache_recompilations(1, 1, address_guarded=False)
-        'Exercise 1: correct.'
     """
-    observed = _count("observed", observed)
-    if not isinstance(address_guarded, bool):
-        raise TypeError(f"address_guarded must be a bool; got {type(address_guarded).__name__}")
-    if prediction is not None:
-        _count("prediction", prediction)
-    hint = (
-        "on this torch every new cache has new tensor addresses, and Dynamo guards them"
-        if address_guarded
-        else "a new cache of the same length passes every guard; the first new length fails one, "
-        "and the graph compiled then has a symbolic length (notebook 04)"
+    if cache_for is None:
+        return "Exercise 1: not answered yet."
+    if not callable(cache_for) or isinstance(cache_for, type):
+        raise TypeError(f"cache_for must be a function (prompt_len, n_new) -> cache; got {cache_for!r}")
+    for label, value in (("step", step), ("generate", generate)):
+        if not callable(value):
+            raise TypeError(f"{label} must be the notebook's {label} function; got {value!r}")
+    if getattr(model, "config", None) is None:
+        raise TypeError(f"model must be a transformers model (with a .config); got {type(model).__name__}")
+    if not requests or not all(
+        isinstance(n, int) and not isinstance(n, bool) and n > 0 for request in requests for n in request
+    ):
+        raise ValueError(f"requests must be (prompt_len, n_new) pairs of positive ints; got {requests!r}")
+    from helpers.decoding import new_static_cache
+
+    generator = torch.Generator().manual_seed(8)
+    device = next(model.parameters()).device
+    prompts = [
+        torch.randint(model.config.vocab_size, (1, n), generator=generator).to(device) for n, _ in requests
+    ]
+    torch._dynamo.reset()
+    compiled = torch.compile(step, backend="eager", fullgraph=True)
+    caches, served = [], []
+    try:
+        with CompileCounts() as counts:
+            for prompt, (prompt_len, n_new) in zip(prompts, requests, strict=True):
+                cache = cache_for(prompt_len, n_new)
+                if not callable(getattr(cache, "reset", None)):
+                    raise TypeError(f"cache_for must return a cache (a StaticCache); it returned {cache!r}")
+                caches.append(cache)
+                try:
+                    served.append(generate(model, compiled, prompt, n_new, cache))
+                except Exception as error:  # e.g. a cache too small for the request
+                    first = (str(error).strip().splitlines() or [""])[0][:120]
+                    raise AssertionError(
+                        f"Exercise 1: the request of {prompt_len} + {n_new} tokens failed "
+                        f"({type(error).__name__}: {first}). Hint: the cache must have room for the "
+                        "prompt and the new tokens of the longest request"
+                    ) from None
+    finally:
+        torch._dynamo.reset()
+    for prompt, tokens, (prompt_len, n_new) in zip(prompts, served, requests, strict=True):
+        expected = generate(model, step, prompt, n_new, new_static_cache(model, prompt_len + n_new))
+        if not torch.equal(tokens, expected):
+            raise AssertionError(
+                f"Exercise 1: the request of {prompt_len} + {n_new} tokens gave other tokens than eager. "
+                "Hint: return a StaticCache; generate() resets it before each request"
+            )
+    n_caches = len({id(cache) for cache in caches})
+    summary = (
+        f"{counts.graphs} graph(s), {counts.recompilations} recompilation(s), "
+        f"{n_caches} cache(s) for {len(requests)} requests"
     )
-    return check_answer(1, prediction, observed, hint=hint)
+    if counts.recompilations:
+        raise AssertionError(
+            f"Exercise 1: {summary}; the first guard that failed: {counts.recompile_reasons[0]}. "
+            "Hint: the compiled step guards the cache's tensors (their shape; on some releases their "
+            "address): serve every request from one cache"
+        )
+    if n_caches > 1:
+        raise AssertionError(
+            f"Exercise 1: {summary}. This torch does not guard the cache's address, but each new cache "
+            "is a new allocation: CUDA graphs re-record for it, and releases that guard the address "
+            "recompile. Hint: allocate one cache, once, with room for every request"
+        )
+    return f"Exercise 1: correct: {summary}."
 
 
-def check_stop_in_step(prediction: int | None, graph_breaks: int) -> str:
+#: Words in a graph-break reason that say Dynamo met a tensor's value (torch 2.8 to 2.15 spell it
+#: `bool` on a tensor, `Tensor.item()`, a "generic_jump" on a tensor, or "data-dependent").
+_VALUE_BREAK_WORDS = ("item()", "operator `bool`", "generic_jump", "data-dependent", "data dependent")
+
+
+def check_stop_in_step(prediction: int | None, break_reasons: Sequence[object]) -> str:
     """Exercise 2: graph breaks of a decoding step that checks for the end-of-text token itself.
 
-    ``graph_breaks`` is what ``torch._dynamo.explain`` reported for the learner's step
-    (``graph_break_count``); a step without a data-dependent check has none, and is rejected.
+    ``break_reasons`` is ``torch._dynamo.explain(step)(...).break_reasons`` for the learner's
+    step (records with a ``.reason``, or their text). The prediction is how many there are.
+    (Not explain's ``graph_break_count``: that is ``graph_count - 1``, and a break at the end
+    of a step leaves no second graph, so it reads 0 here.) A step with no break, or whose only
+    breaks are not on a tensor's value (a ``print``), is rejected whatever the prediction.
 
     Example:
-        >>> check_stop_in_step(None, 1)
+        >>> check_stop_in_step(None, ["Data-dependent branching"])
         'Exercise 2: not answered yet.'
-        >>> check_stop_in_step(1, 1)
+        >>> check_stop_in_step(1, ["Data-dependent branching"])
         'Exercise 2: correct.'
     """
-    graph_breaks = _count("graph_breaks", graph_breaks)
+    if isinstance(break_reasons, (str, bytes)) or not isinstance(break_reasons, Sequence):
+        raise TypeError(
+            "break_reasons must be the list explain returned (explanation.break_reasons); "
+            f"got {type(break_reasons).__name__}"
+        )
+    texts = [str(getattr(reason, "reason", reason)) for reason in break_reasons]
     if prediction is None:
         return "Exercise 2: not answered yet."
     _count("prediction", prediction)
-    if graph_breaks == 0:
+    if not texts:
         raise AssertionError(
             "Exercise 2: your step compiled as one graph, so it does not look at a token's value in "
             "Python yet. Hint: branch on `bool((next_token == EOS).all())` inside the step."
         )
+    if not any(word in text.lower() for text in texts for word in _VALUE_BREAK_WORDS):
+        first = texts[0].strip().splitlines()[0] if texts[0].strip() else "?"
+        raise AssertionError(
+            f"Exercise 2: your step breaks the graph ({first}), but not on a token's value. "
+            "Hint: branch on `bool((next_token == EOS).all())` inside the step."
+        )
     return check_answer(
         2,
         prediction,
-        graph_breaks,
-        hint="Dynamo cannot know a tensor's value while tracing: a Python branch on it cuts the graph",
+        len(texts),
+        hint="count explanation.break_reasons: Dynamo cannot know a tensor's value while tracing, "
+        "so a Python branch on it cuts the graph",
     )
