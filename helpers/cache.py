@@ -9,6 +9,8 @@ reported with ``emit_result`` (a child counts its cache hits and misses with
 ``counts.as_dict()``). ``compile_phases`` splits a first call's compile time into Dynamo,
 AOTAutograd, Inductor and the kernel compiler; ``describe_cache_dir`` says what a cache
 directory holds; ``child_env`` is the environment of every child process the helpers start.
+``interleaved_starts`` repeats several kinds of start in rotating order (for a median and a spread),
+and ``size_on_disk`` measures what a start needs shipped (a file or a directory).
 
 This module imports only the standard library, so a child that does not compile starts fast.
 """
@@ -277,3 +279,53 @@ def describe_cache_dir(cache_dir: str | os.PathLike[str]) -> CacheDirSummary:
         compiled_kernels=kernels,
         megabytes=size / 1e6,
     )
+
+
+def size_on_disk(path: str | os.PathLike[str]) -> int:
+    """Bytes a file takes, or all the files under a directory: the size of what you ship.
+
+    Example:
+        >>> import tempfile
+        >>> with tempfile.TemporaryDirectory() as folder:
+        ...     _ = (Path(folder) / "a.bin").write_bytes(b"1234")
+        ...     size_on_disk(folder), size_on_disk(Path(folder) / "a.bin")
+        (4, 4)
+    """
+    if not isinstance(path, (str, os.PathLike)) or not Path(path).exists():
+        raise ValueError(f"path must be an existing file or directory; got {path!r}")
+    root = Path(path)
+    if root.is_file():
+        return root.stat().st_size
+    return sum(p.stat().st_size for p in root.rglob("*") if p.is_file())
+
+
+def interleaved_starts(starts: Mapping[str, Any], *, rounds: int = 3) -> dict[str, list[dict[str, Any]]]:
+    """Run every start ``rounds`` times, interleaved, and collect what each returned.
+
+    ``starts`` maps a name to a zero-argument callable that runs one start (typically
+    :func:`run_compile_in_fresh_process` with a cache directory of its own) and returns its
+    result dict. Round ``r`` begins at the ``r``-th name (A B C, B C A, C A B, ...), so a
+    machine that gets busier slows every method alike, and no method always runs first.
+
+    Example:
+        >>> order = []
+        >>> def start(name):
+        ...     return lambda: order.append(name) or {"name": name}
+        >>> results = interleaved_starts({"a": start("a"), "b": start("b")}, rounds=2)
+        >>> order, [r["name"] for r in results["b"]]
+        (['a', 'b', 'b', 'a'], ['b', 'b'])
+    """
+    if not isinstance(starts, Mapping) or not starts or not all(callable(s) for s in starts.values()):
+        raise ValueError("starts must be a non-empty mapping of name -> zero-argument callable")
+    if not isinstance(rounds, int) or isinstance(rounds, bool) or rounds < 1:
+        raise ValueError(f"rounds must be a positive int; got {rounds!r}")
+    names = list(starts)
+    results: dict[str, list[dict[str, Any]]] = {name: [] for name in names}
+    for round_index in range(rounds):
+        first = round_index % len(names)
+        for name in names[first:] + names[:first]:
+            result = starts[name]()
+            if not isinstance(result, Mapping):
+                raise TypeError(f"the start {name!r} must return a dict; got {type(result).__name__}")
+            results[name].append(dict(result))
+    return results

@@ -18,8 +18,10 @@ from helpers.cache import (
     compile_phases,
     describe_cache_dir,
     emit_result,
+    interleaved_starts,
     parse_result,
     run_compile_in_fresh_process,
+    size_on_disk,
 )
 
 ECHO = """
@@ -168,3 +170,43 @@ def test_describe_cache_dir_counts_entries(tmp_path):
     assert summary.megabytes > 0
     with pytest.raises(ValueError, match="cache_dir"):
         describe_cache_dir(tmp_path / "missing")
+
+
+def test_size_on_disk_of_a_file_and_a_directory(tmp_path):
+    (tmp_path / "sub").mkdir()
+    (tmp_path / "sub" / "a.bin").write_bytes(b"x" * 10)
+    (tmp_path / "b.bin").write_bytes(b"y" * 5)
+    assert size_on_disk(tmp_path / "b.bin") == 5
+    assert size_on_disk(tmp_path) == 15
+    with pytest.raises(ValueError, match="path"):
+        size_on_disk(tmp_path / "missing")
+
+
+def test_interleaved_starts_rotate_the_order_and_collect_results():
+    order = []
+
+    def start(name):
+        def run():
+            order.append(name)
+            return {"name": name, "n": len(order)}
+
+        return run
+
+    results = interleaved_starts({"a": start("a"), "b": start("b"), "c": start("c")}, rounds=3)
+    assert order == ["a", "b", "c", "b", "c", "a", "c", "a", "b"]
+    assert [r["n"] for r in results["a"]] == [1, 6, 8]
+    assert list(results) == ["a", "b", "c"]
+
+
+@pytest.mark.parametrize(
+    ("starts", "rounds", "message"),
+    [({}, 3, "starts"), ({"a": 1}, 3, "starts"), ({"a": dict}, 0, "rounds"), ({"a": dict}, True, "rounds")],
+)
+def test_interleaved_starts_name_the_bad_argument(starts, rounds, message):
+    with pytest.raises(ValueError, match=message):
+        interleaved_starts(starts, rounds=rounds)
+
+
+def test_interleaved_starts_need_a_dict_from_each_start():
+    with pytest.raises(TypeError, match="'a'"):
+        interleaved_starts({"a": lambda: 42}, rounds=1)

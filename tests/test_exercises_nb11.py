@@ -1,0 +1,100 @@
+"""Notebook 11's exercise checks accept the right answers and reject realistic wrong ones.
+
+The verdicts are tested on reports like those start_shipped() returns (no compiler); two tests start
+a real fresh process with a precompiled function built with the eager backend (a few seconds each).
+"""
+
+from __future__ import annotations
+
+import pytest
+import torch
+
+from helpers.exercises.nb11 import (
+    ANY_BATCHES,
+    EXAMPLE_BATCH,
+    METHODS,
+    check_any_batch,
+    check_shipped,
+    example_input,
+    start_shipped,
+    swish_norm,
+    verdict_of,
+)
+
+PRECOMPILE = hasattr(torch.compiler, "load_compiled_function") and getattr(
+    torch._dynamo.config, "enable_aot_compile", False
+)
+
+
+def report(method="precompiled function", frames=0, batches=(EXAMPLE_BATCH,), **changes):
+    base = {
+        "method": method,
+        "load_error": None,
+        "errors": {},
+        "matches": {str(b): True for b in batches},
+        "frames": frames,
+        "graphs": frames,
+    }
+    return {**base, **changes}
+
+
+def test_unanswered():
+    assert check_shipped(None, None) == "Exercise 1: not answered yet."
+    assert check_any_batch("AOTInductor package", None) == "Exercise 2: not answered yet."
+    assert verdict_of(1, None) == "Exercise 1: not answered yet."
+
+
+def test_bad_arguments_name_the_argument():
+    with pytest.raises(ValueError, match="method"):
+        check_shipped("torch.save", lambda path: None)
+    with pytest.raises(TypeError, match="ship"):
+        check_shipped("precompiled function", "forward.bin")
+    with pytest.raises(ValueError, match="exercise"):
+        verdict_of(3, report())
+    with pytest.raises(ValueError, match="batches"):
+        start_shipped("precompiled function", "x", batches="8")
+    with pytest.raises(TypeError, match="report"):
+        verdict_of(1, {"method": "precompiled function"})
+
+
+@pytest.mark.parametrize("method", ["precompiled function", "AOTInductor package"])
+def test_right_reports_pass(method):
+    assert verdict_of(1, report(method)).startswith("Exercise 1: correct")
+    assert verdict_of(2, report(method, batches=ANY_BATCHES)).startswith("Exercise 2: correct")
+
+
+def test_wrong_reports_are_rejected():
+    # The mega-cache: Inductor's work is shipped, but Dynamo traces again in the new process.
+    with pytest.raises(AssertionError, match="traced 1 frame"):
+        verdict_of(1, report("mega-cache", frames=1))
+    # Something that is not the method's file (e.g. a mega-cache saved but loaded as a package).
+    with pytest.raises(AssertionError, match="could not load"):
+        verdict_of(1, report("AOTInductor package", load_error="RuntimeError: not a zip archive"))
+    # Another function compiled (or another input): the outputs differ from eager swish_norm.
+    with pytest.raises(AssertionError, match="differs from eager"):
+        verdict_of(1, report(matches={str(EXAMPLE_BATCH): False}))
+    # Exercise 2 with a static shape: the first new batch fails a guard or the input check.
+    static = report(batches=ANY_BATCHES, errors={"3": "RuntimeError: GuardManager check failed"})
+    del static["matches"]["3"]
+    with pytest.raises(AssertionError, match="batch of 3"):
+        verdict_of(2, static)
+    # A report that skipped a batch size.
+    with pytest.raises(AssertionError, match="covers batches"):
+        verdict_of(2, report(batches=(EXAMPLE_BATCH,)))
+
+
+def test_the_example_is_the_same_everywhere():
+    assert torch.equal(example_input(3), example_input(3))
+    assert swish_norm(example_input()).shape == (EXAMPLE_BATCH, 16)
+    assert set(METHODS) == {"mega-cache", "precompiled function", "AOTInductor package"}
+
+
+@pytest.mark.skipif(not PRECOMPILE, reason="this torch has no precompiled function")
+def test_a_real_precompiled_function_passes_exercise_1_and_a_static_one_fails_exercise_2():
+    def ship_static(path):
+        compiled = torch.compile(swish_norm, fullgraph=True, backend="eager")
+        compiled.aot_compile(((example_input(),), {})).save_compiled_function(str(path))
+
+    assert check_shipped("precompiled function", ship_static).startswith("Exercise 1: correct")
+    with pytest.raises(AssertionError, match="batch of 3"):
+        check_any_batch("precompiled function", ship_static)
