@@ -2,16 +2,14 @@
 
 from __future__ import annotations
 
-import math
-
 import pytest
 import torch
 from packaging.version import Version
 from torch.torch_version import TorchVersion
 
 from helpers.exercises.nb01 import (
-    BREAK_EVEN_CASES,
-    check_break_even,
+    aten_ops,
+    check_aten_ops,
     check_kernel_counts,
     check_version_guard,
     kernel_counts,
@@ -110,56 +108,70 @@ def test_kernel_counts_right_and_wrong(counts, right):
             check_kernel_counts(_with_layer_norm, counts)
 
 
-# --- Exercise 3: the break-even point, on exactly representable numbers ----------------------
+# --- Exercise 3: read the ATen graph AOTAutograd gives a backend -----------------------------
 
 
-def _right(first: float, eager: float, compiled: float) -> int | None:
-    if compiled >= eager:
-        return None
-    return max(1, math.ceil((first - compiled) / (eager - compiled)))
+def _softmax_tail(x, weight):
+    h = torch.nn.functional.gelu(x @ weight) + x
+    return torch.softmax(h, dim=-1)
 
 
-def test_break_even_right_answer_and_placeholder():
-    assert check_break_even(_right) == "Exercise 3: correct."
-    assert check_break_even(_right, (14.5, 0.27, 0.23)) == "Exercise 3: correct."
-    assert check_break_even(lambda f, e, c: -1) == "Exercise 3: not answered yet."
-
-
-def test_the_cases_are_exact_boundaries():
-    # 2 + (7 - 1) * 0.25 == 7 * 0.5 exactly: the case separates <= from <.
-    assert 2.0 + 6 * 0.25 == 7 * 0.5
-    assert BREAK_EVEN_CASES[(2.0, 0.5, 0.25)] == 7
+def test_aten_ops_right_answer_and_placeholder():
+    assert check_aten_ops(_unchanged, None) == "Exercise 3: not answered yet."
+    right = aten_ops(_softmax_tail, torch.randn(2, 4, 8), torch.randn(8, 8))
+    # On the releases in range (2.8, 2.13, 2.15): a matmul on a 3-D input is view, mm, _unsafe_view.
+    assert right[-1] == "aten._softmax.default" and "aten.mm.default" in right
+    assert check_aten_ops(_softmax_tail, right) == "Exercise 3: correct."
+    assert check_aten_ops(_softmax_tail, tuple(right)) == "Exercise 3: correct."
 
 
 @pytest.mark.parametrize(
     "wrong",
     [
-        # finding 4: off by one, and a strict "<" in the inequality
-        pytest.param(lambda f, e, c: None if c >= e else math.ceil(f / (e - c)), id="off-by-one"),
+        # Dynamo's graph, the names in the code, not ATen's
+        pytest.param(["matmul", "gelu", "add", "softmax"], id="dynamo-names"),
+        # section 1's 2-D answer plus the softmax: the 3-D matmul's views left out
         pytest.param(
-            lambda f, e, c: None if c >= e else max(1, math.floor((f - c) / (e - c)) + 1), id="strict-less"
+            ["aten.mm.default", "aten.gelu.default", "aten.add.Tensor", "aten._softmax.default"],
+            id="two-d-graph",
         ),
+        # the public name of the softmax, not the ATen operator AOTAutograd records
         pytest.param(
-            lambda f, e, c: None if c >= e else max(1, math.floor((f - c) / (e - c))), id="round-down"
+            [
+                "aten.view.default",
+                "aten.mm.default",
+                "aten._unsafe_view.default",
+                "aten.gelu.default",
+                "aten.add.Tensor",
+                "aten.softmax.int",
+            ],
+            id="softmax-int",
         ),
-        pytest.param(lambda f, e, c: None if c >= e else math.ceil((f - c) / (e - c)), id="zero-calls"),
+        # what Inductor's decompositions would make of GELU, read off the wrong graph
         pytest.param(
-            lambda f, e, c: None if c > e else max(1, math.ceil((f - c) / (e - c))), id="divides-by-zero"
-        ),
-        pytest.param(lambda f, e, c: max(1, math.ceil((f - c) / (e - c))), id="never-none"),
-        pytest.param(
-            lambda f, e, c: None if c >= e else max(1, math.ceil(f / (e - c)) - 1),
-            id="first-over-saving-minus-one",
+            [
+                "aten.view.default",
+                "aten.mm.default",
+                "aten._unsafe_view.default",
+                "aten.mul.Tensor",
+                "aten.erf.default",
+                "aten.add.Tensor",
+                "aten._softmax.default",
+            ],
+            id="inductor-decompositions",
         ),
     ],
 )
-def test_break_even_rejects_wrong_answers(wrong):
-    with pytest.raises(AssertionError, match="Exercise 3: wrong for"):
-        check_break_even(wrong)
+def test_aten_ops_rejects_wrong_readings(wrong):
+    with pytest.raises(AssertionError, match="Exercise 3: expected"):
+        check_aten_ops(_softmax_tail, wrong)
 
 
-def test_break_even_names_a_bad_argument():
-    with pytest.raises(TypeError, match="candidate"):
-        check_break_even(7)  # type: ignore[arg-type]
-    with pytest.raises(ValueError, match="measured"):
-        check_break_even(_right, (1.0, -0.5, 0.25))
+def test_aten_ops_rejects_the_unchanged_function_and_bad_arguments():
+    # The ops of the function as given, without the softmax.
+    with pytest.raises(AssertionError, match="softmax"):
+        check_aten_ops(_unchanged, ["aten.mm.default", "aten.gelu.default", "aten.add.Tensor"])
+    with pytest.raises(TypeError, match="ops"):
+        check_aten_ops(_softmax_tail, "aten.mm.default")  # type: ignore[arg-type]
+    with pytest.raises(TypeError, match="fn"):
+        check_aten_ops(None, [])  # type: ignore[arg-type]

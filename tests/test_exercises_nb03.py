@@ -9,7 +9,7 @@ from __future__ import annotations
 import pytest
 import torch
 
-from helpers.exercises.nb03 import LeakyModel, check_break_predictions, check_fixed_model, check_signed_step
+from helpers.exercises.nb03 import LeakyModel, check_break_hunt, check_fixed_model, check_signed_step
 
 
 @pytest.fixture(autouse=True)
@@ -19,7 +19,7 @@ def _fresh_dynamo():
     torch._dynamo.reset()
 
 
-# Exercise 1: predict which functions break (the notebook's four functions).
+# Exercise 1: count the breaks of the notebook's four functions, then fix the last one.
 
 
 def ex_a(x):
@@ -45,38 +45,66 @@ def ex_d(x):
     return torch.tensor(y.tolist()) + 1
 
 
+def ex_d_fixed(x):
+    y = x * 2
+    return y + 1  # torch.tensor(y.tolist()) is y again, through Python numbers
+
+
 FUNCTIONS = [ex_a, ex_b, ex_c, ex_d]
-RIGHT = {"ex_a": False, "ex_b": True, "ex_c": False, "ex_d": True}
+RIGHT = {"ex_a": 0, "ex_b": 1, "ex_c": 0, "ex_d": 1}
 
 
-def test_predictions_not_answered_and_right():
+def test_break_hunt_not_answered_and_right():
     unanswered = dict.fromkeys(RIGHT)
-    assert check_break_predictions(unanswered, FUNCTIONS) == "Exercise 1: not answered yet."
-    assert check_break_predictions(RIGHT, FUNCTIONS).startswith("Exercise 1: correct.")
+    assert check_break_hunt(unanswered, FUNCTIONS, ex_d) == "Exercise 1: not answered yet."
+    assert check_break_hunt(RIGHT, FUNCTIONS, ex_d_fixed).startswith("Exercise 1: correct")
+    also_right = lambda x: (x * 2).clone() + 1  # noqa: E731 - a copy that stays in the graph
+    assert check_break_hunt(RIGHT, FUNCTIONS, also_right).startswith("Exercise 1: correct")
 
 
 @pytest.mark.parametrize(
     "wrong",
     [
-        {"ex_a": True},  # an assert on values breaks (it becomes a check in the graph)
-        {"ex_c": True},  # a branch on dim() breaks (it is known while tracing: a guard)
-        {"ex_d": False},  # .tolist() into torch.tensor stays in the graph
-        {"ex_a": True, "ex_c": True},  # "every if or assert breaks"
-        dict.fromkeys(RIGHT, True),  # everything breaks
+        {"ex_a": 1},  # an assert on values breaks (it becomes a check in the graph)
+        {"ex_c": 1},  # a branch on dim() breaks (it is known while tracing: a guard)
+        {"ex_d": 0},  # .tolist() into torch.tensor stays in the graph
+        {"ex_a": 1, "ex_c": 1},  # "every if or assert breaks"
+        {"ex_a": 1, "ex_b": 2, "ex_c": 1, "ex_d": 2},  # graphs counted, not breaks
+        {"ex_d": 2},  # "tolist breaks, and torch.tensor breaks again"
     ],
 )
-def test_predictions_wrong(wrong):
+def test_break_hunt_wrong_counts(wrong):
     with pytest.raises(AssertionError, match="Exercise 1: wrong for"):
-        check_break_predictions({**RIGHT, **wrong}, FUNCTIONS)
+        check_break_hunt({**RIGHT, **wrong}, FUNCTIONS, ex_d_fixed)
 
 
-def test_predictions_bad_input_names_the_argument():
-    with pytest.raises(TypeError, match="predictions"):
-        check_break_predictions({**RIGHT, "ex_a": "no"}, FUNCTIONS)
-    with pytest.raises(ValueError, match="predictions"):
-        check_break_predictions({**RIGHT, "ex_z": True}, FUNCTIONS)
+@pytest.mark.parametrize(
+    ("fixed", "match"),
+    [
+        (ex_d, "fullgraph=True raises"),  # unchanged: still a round trip through Python
+        (lambda x: x * 2, "something else"),  # the + 1 dropped
+        (lambda x: torch.tensor((x * 2).tolist()), "something else"),
+        (torch.compiler.disable(ex_d), "fullgraph=True"),  # a way around the compiler, not a fix
+        (torch.sin, "something else"),
+    ],
+    ids=["unchanged", "plus-one-dropped", "tolist-kept", "disabled", "other-maths"],
+)
+def test_break_hunt_wrong_fix(fixed, match):
+    with pytest.raises(AssertionError, match=match):
+        check_break_hunt(RIGHT, FUNCTIONS, fixed)
+
+
+def test_break_hunt_bad_input_names_the_argument():
+    with pytest.raises(TypeError, match="counted"):
+        check_break_hunt({**RIGHT, "ex_a": "no"}, FUNCTIONS, ex_d_fixed)
+    with pytest.raises(TypeError, match="counted"):
+        check_break_hunt({**RIGHT, "ex_a": True}, FUNCTIONS, ex_d_fixed)
+    with pytest.raises(ValueError, match="counted"):
+        check_break_hunt({**RIGHT, "ex_z": 1}, FUNCTIONS, ex_d_fixed)
     with pytest.raises(TypeError, match="functions"):
-        check_break_predictions(RIGHT, [])
+        check_break_hunt(RIGHT, [], ex_d_fixed)
+    with pytest.raises(TypeError, match="fixed"):
+        check_break_hunt(RIGHT, FUNCTIONS, None)
 
 
 # Exercise 2: LeakyModel without its graph breaks.

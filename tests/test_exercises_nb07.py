@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import pytest
 import torch
+import torch._functorch.config
 
 from helpers.exercises import nb07
 
@@ -39,14 +40,61 @@ def test_exercise_1_rejects(wrong):
         nb07.check_backward_compiled_early(wrong)
 
 
+def _chain(x, weight):
+    return torch.sin(x @ weight).cos().exp().sum()
+
+
+def _unchanged(x, weight):
+    return torch.sin(x).cos().exp().sum()
+
+
+def _global_switch(fn, backend):
+    torch._functorch.config.force_non_lazy_backward_lowering = True  # a global, not an answer
+    return torch.compile(fn, backend=backend)
+
+
+@pytest.mark.skipif(
+    not hasattr(torch._functorch.config, "force_non_lazy_backward_lowering"),
+    reason="no such switch before 2.13",
+)
+def test_exercise_1_rejects_the_global_switch_and_restores_it():
+    with pytest.raises(AssertionError, match="force_non_lazy_backward_lowering"):
+        nb07.check_backward_compiled_early(_global_switch)
+    assert torch._functorch.config.force_non_lazy_backward_lowering is False
+
+
 def test_exercise_2_saved_tensors():
-    assert nb07.check_saved_tensors(None) == "Exercise 2: not answered yet."
-    assert nb07.check_saved_tensors(1) == "Exercise 2: correct."
-    for wrong in (3, 0, 2):  # eager's count, "nothing", one per op but the last
-        with pytest.raises(AssertionError, match="Exercise 2: expected 1"):
-            nb07.check_saved_tensors(wrong)
-    with pytest.raises(TypeError, match="prediction"):
-        nb07.check_saved_tensors("1")
+    assert nb07.check_saved_tensors(_chain, None) == "Exercise 2: not answered yet."
+    # x (for the weight's gradient) and the matmul's output; sin, cos and exp are recomputed.
+    assert nb07.check_saved_tensors(_chain, 2) == "Exercise 2: correct."
+    # The same maths written with torch.matmul and the functional forms: the same graph.
+    also_right = lambda x, w: torch.exp(torch.cos(torch.sin(torch.matmul(x, w)))).sum()  # noqa: E731
+    assert nb07.check_saved_tensors(also_right, 2) == "Exercise 2: correct."
+
+
+@pytest.mark.parametrize(
+    "wrong",
+    [
+        pytest.param(1, id="the unchanged chain's count"),
+        pytest.param(4, id="eager's count"),
+        pytest.param(3, id="the weight counted too"),
+        pytest.param(0, id="nothing saved"),
+    ],
+)
+def test_exercise_2_rejects_wrong_counts(wrong):
+    with pytest.raises(AssertionError, match="Exercise 2: expected 2"):
+        nb07.check_saved_tensors(_chain, wrong)
+
+
+def test_exercise_2_rejects_the_unchanged_function_and_bad_arguments():
+    with pytest.raises(AssertionError, match="matmul"):
+        nb07.check_saved_tensors(_unchanged, 1)
+    with pytest.raises(AssertionError, match="matmul"):  # the matmul after the chain, not before
+        nb07.check_saved_tensors(lambda x, w: (torch.sin(x).cos().exp() @ w).sum(), 2)
+    with pytest.raises(TypeError, match="count"):
+        nb07.check_saved_tensors(_chain, "2")
+    with pytest.raises(TypeError, match="fn"):
+        nb07.check_saved_tensors(2, 2)
 
 
 def test_exercise_3_scheduled_optimizer():

@@ -1,4 +1,4 @@
-"""Self-checks for notebook 01's exercises: a version guard, a fused kernel, the break-even point.
+"""Self-checks for notebook 01's exercises: a version guard, a fused kernel, an ATen graph.
 
 Each check takes what the learner wrote, compiles where the exercise compiles, and compares the
 compiler fact it reads with the learner's answer through :func:`helpers.exercises.check_answer`.
@@ -6,7 +6,6 @@ compiler fact it reads with the learner's answer through :func:`helpers.exercise
 
 from __future__ import annotations
 
-import math
 import re
 from collections.abc import Callable
 from typing import Any
@@ -14,7 +13,6 @@ from typing import Any
 import torch
 from packaging.version import Version
 
-from helpers.bench import break_even_calls
 from helpers.exercises import check_answer
 
 #: (installed version, minimum) -> does the course's rule say "at least"? Each case catches a
@@ -30,22 +28,6 @@ VERSION_CASES: dict[tuple[str, str], bool] = {
     ("1.13.1", "2"): False,
     ("2.6.0a0+ecf3bae", "2.6"): True,
     ("2.5", "2.5.0"): True,
-}
-
-#: (first_call_s, eager_s, compiled_s) -> calls until compiling pays off. Every number is a
-#: binary fraction, so the boundaries are exact: (2.0, 0.5, 0.25) is paid off at exactly 7 calls
-#: (a strict "<" or an off-by-one answer says 8), (1.375, 0.5, 0.25) needs 4.5 calls (rounding
-#: down says 4), a first call cheaper than an eager one pays off at once (1, not 0), and a
-#: compiled call that is not faster never pays off (None). (3.0, 1.0, 0.25) has a compiled call
-#: that is not half an eager one, so a formula that mixes up ``compiled_s`` and the saving
-#: ``eager_s - compiled_s`` (e.g. ``ceil(first / saving) - 1``, which says 3) fails it.
-BREAK_EVEN_CASES: dict[tuple[float, float, float], int | None] = {
-    (2.0, 0.5, 0.25): 7,
-    (1.375, 0.5, 0.25): 5,
-    (0.25, 0.5, 0.25): 1,
-    (2.0, 0.5, 0.5): None,
-    (2.0, 0.25, 0.5): None,
-    (3.0, 1.0, 0.25): 4,
 }
 
 _FUSED_KERNEL = re.compile(r"^(cpp_fused_\w+)\s*=\s*async_compile\.", re.MULTILINE)
@@ -189,49 +171,81 @@ def check_kernel_counts(
     )
 
 
-def check_break_even(
-    candidate: Callable[[float, float, float], int | None],
-    measured: tuple[float, float, float] | None = None,
-    *,
-    exercise: int = 3,
-    unanswered: Any = -1,
-) -> str:
-    """Check ``candidate(first_call_s, eager_s, compiled_s)`` on exact cases and a measured one.
+def _reference_softmax_tail(x: torch.Tensor, weight: torch.Tensor) -> torch.Tensor:
+    return torch.softmax(torch.nn.functional.gelu(x @ weight) + x, dim=-1)
 
-    The right answer is the smallest whole ``n`` with
-    ``first_call_s + (n - 1) * compiled_s <= n * eager_s``, or ``None`` when compiled calls are
-    not faster. ``measured`` (the notebook's own three figures) is added as a case, with
-    :func:`helpers.bench.break_even_calls` as the expected answer. While ``candidate`` returns
-    ``unanswered`` everywhere, the exercise is not answered yet.
+
+def aten_ops(fn: Callable[[torch.Tensor, torch.Tensor], torch.Tensor], *args: torch.Tensor) -> list[str]:
+    """The ATen operators, in order, of the forward graph AOTAutograd hands a backend for ``fn(*args)``.
+
+    Compiles ``fn`` with ``aot_autograd(fw_compiler=...)`` around a backend that keeps the graph,
+    calls it once, and returns ``str(node.target)`` of each ``call_function`` node, the way
+    notebook 01's section 1 prints them.
 
     Example:
-        >>> check_break_even(lambda first, eager, compiled: -1)
+        >>> aten_ops(lambda x, w: x @ w + x, torch.randn(4, 8), torch.randn(8, 8))
+        ['aten.mm.default', 'aten.add.Tensor']
+    """
+    if not callable(fn):
+        raise TypeError(f"fn must be a function of tensors; got {type(fn).__name__}")
+    from torch._dynamo.backends.common import aot_autograd
+
+    graphs: list[torch.fx.GraphModule] = []
+
+    def keep(graph_module: torch.fx.GraphModule, example_inputs: Any) -> Callable[..., Any]:
+        graphs.append(graph_module)
+        return graph_module.forward
+
+    torch._dynamo.reset()
+    try:
+        torch.compile(fn, backend=aot_autograd(fw_compiler=keep))(*args)
+    finally:
+        torch._dynamo.reset()
+    return [str(node.target) for gm in graphs for node in gm.graph.nodes if node.op == "call_function"]
+
+
+def check_aten_ops(
+    fn: Callable[[torch.Tensor, torch.Tensor], torch.Tensor],
+    ops: list[str] | tuple[str, ...] | None,
+    *,
+    exercise: int = 3,
+) -> str:
+    """Check ``fn`` ends with a softmax, compile it through AOTAutograd, compare ``ops`` with its graph.
+
+    ``fn(x, weight)`` must compute ``softmax(gelu(x @ weight) + x, dim=-1)`` (checked eagerly
+    first) on a batch of sequences, ``x`` of shape ``(2, 4, 8)``. ``ops`` is the learner's reading
+    of the ATen graph AOTAutograd gives the backend for that call: the operators in order, as
+    ``str(node.target)`` prints them (``"aten.mm.default"``), what :func:`aten_ops` returns.
+
+    Example:
+        >>> check_aten_ops(lambda x, w: x, None)
         'Exercise 3: not answered yet.'
     """
-    if not callable(candidate):
-        raise TypeError(
-            f"candidate must be a function (first_call_s, eager_s, compiled_s) -> int | None; "
-            f"got {type(candidate).__name__}"
-        )
-    expected: dict[tuple[float, float, float], int | None] = dict(BREAK_EVEN_CASES)
-    if measured is not None:
-        if (
-            not isinstance(measured, tuple)
-            or len(measured) != 3
-            or not all(isinstance(v, (int, float)) and math.isfinite(v) and v > 0 for v in measured)
-        ):
-            raise ValueError(
-                f"measured must be (first_call_s, eager_s, compiled_s), positive seconds; got {measured!r}"
-            )
-        expected[measured] = break_even_calls(*measured)
-    # The exact cases are the helper's own answers too.
-    assert all(break_even_calls(*case) == want for case, want in BREAK_EVEN_CASES.items())
-    answers = {case: _call(candidate, case) for case in expected}
+    if not callable(fn):
+        raise TypeError(f"fn must be a function (x, weight) -> tensor; got {type(fn).__name__}")
+    if ops is None:
+        return check_answer(exercise, None, [], hint="unused")
+    if (
+        isinstance(ops, str)
+        or not isinstance(ops, (list, tuple))
+        or not all(isinstance(op, str) for op in ops)
+    ):
+        raise TypeError(f"ops must be a list of operator names (str), such as 'aten.mm.default'; got {ops!r}")
+    generator = torch.Generator().manual_seed(0)
+    x = torch.randn(2, 4, 8, generator=generator)
+    weight = torch.randn(8, 8, generator=generator)
+    try:
+        torch.testing.assert_close(fn(x, weight), _reference_softmax_tail(x, weight), rtol=1e-5, atol=1e-5)
+    except (AssertionError, RuntimeError, TypeError) as error:
+        raise AssertionError(
+            f"Exercise {exercise}: fn does not compute softmax(gelu(x @ weight) + x, dim=-1) on a (2, 4, 8) "
+            "batch yet; add the softmax over the last dimension, then read the graph of the changed function."
+        ) from error
     return check_answer(
         exercise,
-        answers,
-        expected,
-        unanswered=unanswered,
-        hint="the smallest whole n with first + (n - 1) * compiled <= n * eager (<=, not <; "
-        "round up); None when compiled is not faster",
+        list(ops),
+        aten_ops(fn, x, weight),
+        hint="compile the changed function through aot_autograd on a (2, 4, 8) input and print "
+        "str(node.target) of each call_function node: ATen names, not the names in your code, and a "
+        "matmul on a 3-D input is more than one ATen operator",
     )

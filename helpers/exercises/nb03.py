@@ -34,48 +34,86 @@ def _breaks(fn: Callable[..., Any], *args: Any) -> int:
     return counts.graph_breaks
 
 
-def check_break_predictions(
-    predictions: Mapping[str, bool | None], functions: Sequence[Callable[[torch.Tensor], Any]]
-) -> str:
-    """Exercise 1: compile each function on a (3, 4) input; compare "breaks or not" with ``predictions``.
+def _one_graph(fn: Callable[..., Any], *args: Any) -> tuple[int, int, str]:
+    """(graphs, graph breaks, fullgraph error or "") when ``fn`` compiles with ``fullgraph=True``."""
+    torch._dynamo.reset()
+    error = ""
+    try:
+        with _quiet(), CompileCounts() as counts:
+            torch.compile(fn, backend="eager", fullgraph=True)(*args)
+    except torch._dynamo.exc.TorchDynamoException as raised:  # Unsupported, or UserError (2.13)
+        error = str(raised).strip().splitlines()[0]
+    finally:
+        torch._dynamo.reset()
+    return counts.graphs, counts.graph_breaks, error
 
-    ``predictions`` maps each function's name to ``True`` (it breaks) or ``False``; all ``None``
-    means not answered yet. A wrong prediction raises ``AssertionError`` naming the functions.
+
+def check_break_hunt(
+    counted: Mapping[str, int | None],
+    functions: Sequence[Callable[[torch.Tensor], Any]],
+    fixed: Callable[[torch.Tensor], torch.Tensor],
+) -> str:
+    """Exercise 1: the graph breaks counted for each function, and a fix of the last one.
+
+    ``counted`` maps each function's name to the graph breaks the learner counted when compiling
+    it (``CompileCounts``, ``backend="eager"``, a (3, 4) input); all ``None`` means not answered
+    yet. The check counts them the same way. ``fixed`` must compute what the last function does,
+    on a (3, 4) and a (2, 5) input, and compile as one graph with ``fullgraph=True``.
 
     Example:
         >>> def doubled(x):
         ...     return x * 2
-        >>> check_break_predictions({"doubled": None}, [doubled])
+        >>> check_break_hunt({"doubled": None}, [doubled], doubled)
         'Exercise 1: not answered yet.'
     """
-    if not isinstance(predictions, Mapping):
-        raise TypeError(f"predictions must be a dict of function name -> True/False; got {predictions!r}")
+    if not isinstance(counted, Mapping):
+        raise TypeError(f"counted must be a dict of function name -> graph breaks; got {counted!r}")
     if isinstance(functions, (str, bytes)) or not isinstance(functions, Sequence) or not functions:
         raise TypeError("functions must be a non-empty list of the exercise's functions")
-    names = [getattr(fn, "__name__", None) for fn in functions]
     if not all(callable(fn) for fn in functions):
         raise TypeError("functions must hold only functions")
-    unknown = sorted(set(predictions) - set(names))
+    if not callable(fixed):
+        raise TypeError(f"fixed must be a function of x; got {fixed!r}")
+    names = [getattr(fn, "__name__", None) for fn in functions]
+    unknown = sorted(set(counted) - set(names))
     if unknown:
-        raise ValueError(f"predictions names functions that are not in the exercise: {unknown}")
-    bad = {k: v for k, v in predictions.items() if v is not None and not isinstance(v, bool)}
+        raise ValueError(f"counted names functions that are not in the exercise: {unknown}")
+    bad = {
+        k: v for k, v in counted.items() if v is not None and (not isinstance(v, int) or isinstance(v, bool))
+    }
     if bad:
-        raise TypeError(f"predictions must be True, False or None; got {bad}")
-    answers = {name: predictions.get(name) for name in names}
+        raise TypeError(f"counted must hold whole numbers of graph breaks (or None); got {bad}")
+    answers = {name: counted.get(name) for name in names}
     if all(value is None for value in answers.values()):
         return "Exercise 1: not answered yet."
     matrix = torch.randn(3, 4, generator=torch.Generator().manual_seed(0))
-    actual = {name: _breaks(fn, matrix) > 0 for name, fn in zip(names, functions, strict=True)}
-    verdict = check_answer(
+    actual = {name: _breaks(fn, matrix) for name, fn in zip(names, functions, strict=True)}
+    check_answer(
         1,
         answers,
         actual,
-        hint=(
-            "does Python need a tensor's *values* there, or only what is known while tracing "
-            "(shapes, dims)? Run graph_report(fn, torch.randn(3, 4)) on the ones you got wrong"
-        ),
+        hint="count graph breaks (not graphs) with CompileCounts around the first compiled call; "
+        "Python needs a tensor's values for some lines, only what is known while tracing for others",
     )
-    return verdict + " " + ", ".join(f"{n}: {'breaks' if b else 'no break'}" for n, b in actual.items())
+    original, name = functions[-1], names[-1]
+    samples = [matrix, torch.randn(2, 5, generator=torch.Generator().manual_seed(1))]
+    for sample in samples:
+        with _quiet():
+            got, want = fixed(sample), original(sample)
+        if not (isinstance(got, torch.Tensor) and got.shape == want.shape and torch.allclose(got, want)):
+            raise AssertionError(
+                f"Exercise 1: the counts are right, but the fix computes something else than {name} on a "
+                f"{tuple(sample.shape)} input. Hint: keep the maths, drop only the trip through Python."
+            )
+    graphs, breaks, error = _one_graph(fixed, matrix)
+    if error or graphs != 1 or breaks:
+        verdict = f"raises: {error}" if error else f"gives {graphs} graph(s) and {breaks} break(s)"
+        raise AssertionError(
+            f"Exercise 1: the counts are right, but the fix under fullgraph=True {verdict}. Hint: "
+            "stay in tensors; torch.compiler.disable compiles nothing"
+        )
+    breaks_text = ", ".join(f"{n}: {b}" for n, b in actual.items())
+    return f"Exercise 1: correct ({breaks_text}); the fix compiles as one graph."
 
 
 class LeakyModel(nn.Module):

@@ -53,7 +53,19 @@ def check_backward_compiled_early(compile_fn: Callable[..., Any] | None) -> str:
 
     backend = aot_autograd(fw_compiler=recorder("forward"), bw_compiler=recorder("backward"))
     torch._dynamo.reset()
+    import torch._functorch.config as config
+
+    # Releases from 2.13 on have a global switch that compiles every backward early; it is no answer.
+    switch = "force_non_lazy_backward_lowering"
+    switch_before = getattr(config, switch, False)
     compiled_fn = compile_fn(_layer_loss, backend)
+    if getattr(config, switch, False) != switch_before:
+        setattr(config, switch, switch_before)
+        raise AssertionError(
+            f"Exercise 1: compile_fn switched torch._functorch.config.{switch}, a global setting that "
+            "compiles every backward early, everywhere after it (switched back now). Hint: make the sizes "
+            "symbolic instead (notebook 04)"
+        )
     if compiled_fn is None:
         return "Exercise 1: not answered yet."
     torch.manual_seed(0)
@@ -76,31 +88,48 @@ def check_backward_compiled_early(compile_fn: Callable[..., Any] | None) -> str:
     )
 
 
-def _chain(x: torch.Tensor) -> torch.Tensor:
-    return torch.sin(x).cos().exp().sum()
+def _chain(x: torch.Tensor, weight: torch.Tensor) -> torch.Tensor:
+    return torch.sin(x @ weight).cos().exp().sum()
 
 
-def check_saved_tensors(prediction: int | None) -> str:
-    """Exercise 2: how many tensors the forward of ``exp(cos(sin(x))).sum()`` saves for backward
-    when compiled with ``backend="aot_eager_decomp_partition"`` (eager autograd saves 3).
+def check_saved_tensors(fn: Callable[..., torch.Tensor], count: int | None) -> str:
+    """Exercise 2: ``fn(x, weight)`` computes ``exp(cos(sin(x @ weight))).sum()``; ``count`` is how many
+    tensors its forward saves for backward when compiled with ``backend="aot_eager_decomp_partition"``,
+    the weight excluded, as ``helpers.memory.saved_activations`` counts them.
 
-    The check compiles the function and counts with :func:`helpers.memory.saved_activations`.
+    The check runs ``fn`` eagerly on ``x`` of shape (8, 16) and a (16, 16) ``weight``, both requiring
+    gradients, then compiles it with that backend and counts. Eager autograd saves more than the
+    partitioner, which recomputes the cheap element-wise results from the matmul's output.
 
     Example:
-        >>> check_saved_tensors(None)
+        >>> check_saved_tensors(lambda x, weight: torch.sin(x).cos().exp().sum(), None)
         'Exercise 2: not answered yet.'
     """
-    if prediction is None:
+    if not callable(fn):
+        raise TypeError(f"fn must be a function (x, weight) -> loss; got {type(fn).__name__}")
+    if count is None:
         return "Exercise 2: not answered yet."
-    if not isinstance(prediction, int) or isinstance(prediction, bool):
-        raise TypeError(f"prediction must be a whole number of tensors; got {type(prediction).__name__}")
+    if not isinstance(count, int) or isinstance(count, bool):
+        raise TypeError(f"count must be a whole number of tensors; got {type(count).__name__}")
     from helpers.memory import saved_activations
 
-    x = torch.randn(1000, requires_grad=True)
-    eager_count = saved_activations(lambda: _chain(x)).count
+    generator = torch.Generator().manual_seed(0)
+    x = torch.randn(8, 16, generator=generator).requires_grad_()
+    weight = (torch.randn(16, 16, generator=generator) / 4).requires_grad_()
+    try:
+        torch.testing.assert_close(fn(x, weight), _chain(x, weight), rtol=1e-5, atol=1e-5)
+    except (AssertionError, RuntimeError, TypeError) as error:
+        raise AssertionError(
+            "Exercise 2: fn does not compute exp(cos(sin(x @ weight))).sum() yet; put the matmul in "
+            "front of the chain, then count what the compiled forward saves."
+        ) from error
+    eager_count = saved_activations(lambda: _chain(x, weight), exclude=[weight]).count
     torch._dynamo.reset()
-    compiled_chain = torch.compile(_chain, backend="aot_eager_decomp_partition")
-    compiled_count = saved_activations(lambda: compiled_chain(x)).count
+    try:
+        compiled = torch.compile(fn, backend="aot_eager_decomp_partition")
+        compiled_count = saved_activations(lambda: compiled(x, weight), exclude=[weight]).count
+    finally:
+        torch._dynamo.reset()
     if compiled_count >= eager_count:  # the lesson's premise; a release that changed it must say so
         raise RuntimeError(
             f"the partitioner saved {compiled_count} tensors, eager autograd {eager_count}: "
@@ -108,9 +137,11 @@ def check_saved_tensors(prediction: int | None) -> str:
         )
     return check_answer(
         2,
-        prediction,
+        count,
         compiled_count,
-        hint="from x alone, the backward can recompute sin(x), cos(...) and exp(...) cheaply",
+        hint="compile the changed function with the backend named, call it on inputs that need "
+        "gradients, and count with saved_activations(..., exclude=[weight]): a matmul is not "
+        "recomputed, element-wise operations are",
     )
 
 
