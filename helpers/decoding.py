@@ -10,6 +10,8 @@ The boilerplate behind notebooks 08 and 09; the lesson (the decoding step and it
 - :func:`decode_step_bytes`: the bytes one single-token step reads, by component.
 - :func:`last_level_cache_bytes`, :func:`working_set_past_cache` and
   :func:`copy_bandwidth_gb_s`: the machine's side of the bandwidth bound.
+- :func:`split_step_time`: a profiled step's time split into matrix products, fused
+  elementwise kernels, attention and overhead (notebook 09).
 
 A step function has the signature ``step(model, token, cache, positions) -> next_token``:
 ``token`` is ``(batch, 1)``, ``positions`` the dictionary from :func:`position_inputs`, and
@@ -464,3 +466,81 @@ def generate_static(
             tokens.append(token)
             position = position + 1
     return Generation(torch.cat([prompt, *tokens], dim=1), prefill_s, tuple(seconds), tuple(graphs))
+
+
+#: How :func:`split_step_time` files a profiler event by its name (the first rule that matches wins).
+#: ATen matrix products (and the C++ GEMM template, recorded as ``graph_<n>_kernel``),
+#: Inductor's fused C++ kernels (``cpp_fused_...``; they appear only with
+#: ``torch._inductor.config.cpp.enable_kernel_profile = True``), and ATen's attention kernels.
+STEP_TIME_RULES: tuple[tuple[str, tuple[str, ...]], ...] = (
+    (
+        "matmul",
+        (
+            "aten::mm",
+            "aten::addmm",
+            "aten::bmm",
+            "aten::baddbmm",
+            "aten::_weight_int8pack_mm",
+            "mkldnn::_linear_pointwise",
+            "mkl::_mkl_linear",
+        ),
+    ),
+    ("attention", ("aten::_scaled_dot_product", "aten::_flash_attention", "aten::_efficient_attention")),
+)
+
+
+def step_time_category(name: str) -> str | None:
+    """The part of a decoding step a profiler event belongs to, from its name; ``None``: overhead.
+
+    ``"matmul"`` (ATen's matrix products, and Inductor's C++ GEMM template, whose kernel is
+    recorded as ``graph_<n>_kernel``), ``"attention"`` (ATen's scaled-dot-product kernels),
+    ``"fused elementwise"`` (Inductor's generated ``cpp_fused_...`` kernels, whatever ATen
+    ops their name lists), else ``None``: the Python wrapper, guards and small ATen calls.
+
+    Example:
+        >>> names = ("aten::mm", "graph_0_cpp_fused_add_1", "graph_2_kernel", "aten::argmax")
+        >>> [step_time_category(n) for n in names]
+        ['matmul', 'fused elementwise', 'matmul', None]
+    """
+    if not isinstance(name, str):
+        raise TypeError(f"name must be a profiler event's name (str); got {type(name).__name__}")
+    if "cpp_fused" in name:
+        return "fused elementwise"
+    if name == "kernel" or (name.startswith("graph_") and name.endswith("_kernel")):
+        return "matmul"
+    for category, prefixes in STEP_TIME_RULES:
+        if any(name == p or name.startswith(p + ".") or name.startswith(p + "_") for p in prefixes):
+            return category
+    return None
+
+
+def split_step_time(event_seconds: Mapping[str, float], step_s: float, n_steps: int) -> dict[str, float]:
+    """Seconds per decoding step by part: matmul, fused elementwise, attention, and overhead.
+
+    ``event_seconds`` maps each profiler event name to its total time, in seconds, over
+    ``n_steps`` profiled steps (inclusive time: from ``torch.profiler``'s ``key_averages()``,
+    ``{e.key: e.cpu_time_total / 1e6 for e in ...}``); ``step_s`` is the measured time of one
+    step. Overhead is what the three kernel parts leave of ``step_s`` (never below 0): the
+    Python wrapper, Dynamo's guards, small ATen calls, the profiler's own cost.
+
+    Example:
+        >>> events = {"aten::mm": 0.08, "graph_0_cpp_fused_add_0": 0.01}  # seconds over 10 steps
+        >>> split = split_step_time(events, step_s=0.01, n_steps=10)
+        >>> {k: round(v * 1e3, 1) for k, v in split.items()}
+        {'matmul': 8.0, 'fused elementwise': 1.0, 'attention': 0.0, 'overhead': 1.0}
+    """
+    if not isinstance(event_seconds, Mapping):
+        raise TypeError(
+            f"event_seconds must be a mapping of event name -> seconds; got {type(event_seconds).__name__}"
+        )
+    if not isinstance(n_steps, int) or isinstance(n_steps, bool) or n_steps < 1:
+        raise ValueError(f"n_steps must be a positive int (the profiled steps); got {n_steps!r}")
+    if not isinstance(step_s, int | float) or isinstance(step_s, bool) or not step_s > 0:
+        raise ValueError(f"step_s must be a positive number of seconds; got {step_s!r}")
+    split = {"matmul": 0.0, "fused elementwise": 0.0, "attention": 0.0}
+    for name, seconds in event_seconds.items():
+        category = step_time_category(name)
+        if category is not None:
+            split[category] += seconds / n_steps
+    split["overhead"] = max(0.0, step_s - sum(split.values()))
+    return split

@@ -2,14 +2,17 @@
 
 Torch's log artifacts (graph breaks, guards, recompilations) are worth reading in a lesson,
 but on stderr they carry machine paths and differ between machines. ``captured_log``
-collects them for the notebook to print what matters; ``without_paths`` cuts file paths.
+collects them for the notebook to print what matters; ``without_paths`` cuts file paths;
+``native_stderr_discarded`` silences what C++ code writes to stderr (the profiler's log lines).
 """
 
 from __future__ import annotations
 
 import contextlib
 import logging
+import os
 import re
+import sys
 from collections.abc import Iterator
 
 
@@ -51,3 +54,29 @@ def without_paths(text: str) -> str:
     if not isinstance(text, str):
         raise TypeError(f"text must be a str; got {type(text).__name__}")
     return re.sub(r"(?<![\w:/.])/(?:[^\s\"'<>:/]+/)+", "", text)
+
+
+@contextlib.contextmanager
+def native_stderr_discarded() -> Iterator[None]:
+    """Send what C++ code writes to file descriptor 2 inside the block to the null device.
+
+    Kineto, torch's profiler, writes a ``USDT: ... profiler_start`` line there at every start and
+    stop; Jupyter shows it in the cell's output, and the line holds a time and a process id.
+
+    Example:
+        >>> with native_stderr_discarded():
+        ...     _ = os.write(2, b"not shown\\n")
+    """
+    try:
+        saved = os.dup(2)
+    except OSError:  # no file descriptor 2 (e.g. some embedded interpreters): nothing to hide
+        yield
+        return
+    sys.stderr.flush()
+    with open(os.devnull, "w") as null:
+        os.dup2(null.fileno(), 2)
+        try:
+            yield
+        finally:
+            os.dup2(saved, 2)
+            os.close(saved)

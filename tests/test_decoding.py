@@ -266,3 +266,55 @@ def test_gpt2_config_is_what_the_cache_reads():
     config = gpt2_config(SIZE)
     cache = decoding.new_static_cache(type("M", (), {"config": config})(), 12)
     assert cache.layers[0].max_cache_len == 12
+
+
+# --- the profile split ----------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("name", "category"),
+    [
+        ("aten::mm", "matmul"),
+        ("aten::addmm", "matmul"),
+        ("aten::_weight_int8pack_mm", "matmul"),
+        ("mkldnn::_linear_pointwise", "matmul"),
+        ("mkl::_mkl_linear", "matmul"),
+        ("graph_2_kernel", "matmul"),  # Inductor's C++ GEMM template, with enable_kernel_profile
+        ("aten::_scaled_dot_product_flash_attention_for_cpu", "attention"),
+        # a fused kernel named after the attention ops it prepares is elementwise, not attention
+        ("graph_2_cpp_fused__scaled_dot_product_flash_attention_for_cpu_add_0", "fused elementwise"),
+        ("graph_0_cpp_fused_add_mul_native_layer_norm_pow_tanh_3", "fused elementwise"),
+        ("aten::argmax", None),
+        ("## Call CompiledFxGraph abc ##", None),
+        ("aten::mmx", None),
+        ("aten::scaled_dot_product_attention", None),  # the eager wrapper: its kernel is counted instead
+    ],
+)
+def test_step_time_category(name, category):
+    assert decoding.step_time_category(name) == category
+
+
+def test_split_step_time_per_step_and_overhead():
+    events = {
+        "aten::_weight_int8pack_mm": 0.20,
+        "graph_0_cpp_fused_add_0": 0.02,
+        "aten::_scaled_dot_product_flash_attention_for_cpu": 0.01,
+        "TorchDynamo Cache Lookup": 0.005,
+    }
+    split = decoding.split_step_time(events, step_s=0.012, n_steps=20)
+    assert split == pytest.approx(
+        {"matmul": 0.010, "fused elementwise": 0.001, "attention": 0.0005, "overhead": 0.0005}
+    )
+    # kernels longer than the step (profiler noise): overhead is 0, never negative
+    assert decoding.split_step_time({"aten::mm": 1.0}, step_s=0.01, n_steps=1)["overhead"] == 0.0
+
+
+def test_split_step_time_rejects_bad_input():
+    with pytest.raises(TypeError, match="event_seconds"):
+        decoding.split_step_time([("aten::mm", 1.0)], step_s=0.01, n_steps=1)
+    with pytest.raises(ValueError, match="n_steps"):
+        decoding.split_step_time({}, step_s=0.01, n_steps=0)
+    with pytest.raises(ValueError, match="step_s"):
+        decoding.split_step_time({}, step_s=0, n_steps=1)
+    with pytest.raises(TypeError, match="name"):
+        decoding.step_time_category(None)

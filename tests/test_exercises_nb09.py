@@ -38,19 +38,33 @@ def test_exercise_1():
         check_float32_activations(0, UNFUSED, activation_dtype="float32")
 
 
+MLP = [f"transformer.h.{i}.mlp.{n}" for i in range(2) for n in ("c_fc", "c_proj")]
+ATTN = [f"transformer.h.{i}.attn.{n}" for i in range(2) for n in ("c_attn", "c_proj")]
+ALL = MLP + ATTN + ["lm_head"]
+
+
 def test_exercise_2():
-    assert check_mlp_only(None, None, int8_layers=9, n_layer=2).endswith("not answered yet.")
-    assert check_mlp_only(4, fused(4), int8_layers=4, n_layer=2) == "Exercise 2: correct."
+    assert check_mlp_only(None, None, int8_layers=ALL, n_layer=2).endswith("not answered yet.")
+    assert check_mlp_only(4, fused(4), int8_layers=MLP, n_layer=2) == "Exercise 2: correct."
     for wrong in (2, 9, 5):  # one per block; every layer; 4 per block plus the head minus attention
         with pytest.raises(AssertionError, match="Exercise 2: expected 4"):
-            check_mlp_only(wrong, fused(4), int8_layers=4, n_layer=2)
-    # the whole model quantized (the placeholder), or the attention layers instead of the MLP's
+            check_mlp_only(wrong, fused(4), int8_layers=MLP, n_layer=2)
+    # the whole model quantized (the placeholder)
     with pytest.raises(AssertionError, match="9 int8 layers"):
-        check_mlp_only(9, fused(9), int8_layers=9, n_layer=2)
-    with pytest.raises(AssertionError, match="6 int8 layers"):
-        check_mlp_only(6, fused(6), int8_layers=6, n_layer=2)
+        check_mlp_only(9, fused(9), int8_layers=ALL, n_layer=2)
+    # as many layers as the MLPs have, but the wrong ones: only=".attn." or only="c_proj"
+    with pytest.raises(AssertionError, match="4 int8 layers, 4 outside the MLPs"):
+        check_mlp_only(4, fused(4), int8_layers=ATTN, n_layer=2)
+    c_proj = [n for n in MLP + ATTN if n.endswith("c_proj")]
+    with pytest.raises(AssertionError, match="2 outside the MLPs"):
+        check_mlp_only(4, fused(4), int8_layers=c_proj, n_layer=2)
+    # only c_fc: half the MLP
+    with pytest.raises(AssertionError, match="2 int8 layers"):
+        check_mlp_only(2, fused(2), int8_layers=[n for n in MLP if n.endswith("c_fc")], n_layer=2)
     # MLP-only, but float32 activations: nothing fused
     with pytest.raises(AssertionError, match="bfloat16"):
-        check_mlp_only(4, UNFUSED, int8_layers=4, n_layer=2)
+        check_mlp_only(4, UNFUSED, int8_layers=MLP, n_layer=2)
     with pytest.raises(ValueError, match="n_layer"):
-        check_mlp_only(4, fused(4), int8_layers=4, n_layer=0)
+        check_mlp_only(4, fused(4), int8_layers=MLP, n_layer=0)
+    with pytest.raises(TypeError, match="int8_layers"):
+        check_mlp_only(4, fused(4), int8_layers=4, n_layer=2)

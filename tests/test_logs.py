@@ -47,3 +47,18 @@ def test_without_paths():
     assert without_paths("at /work/main/.venv/lib/torch/x.py:3 and /tmp/a/b.py") == "at x.py:3 and b.py"
     with pytest.raises(TypeError, match="text must be a str"):
         without_paths(None)
+
+
+def test_native_stderr_discarded_hides_file_descriptor_2_inside_the_block_only():
+    import subprocess
+    import sys
+
+    script = (
+        "import os\n"
+        "from helpers.logs import native_stderr_discarded\n"
+        "with native_stderr_discarded():\n"
+        "    os.write(2, b'inside\\n')\n"
+        "os.write(2, b'after\\n')\n"
+    )
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, check=True)
+    assert done.stderr == "after\n"

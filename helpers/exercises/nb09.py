@@ -6,6 +6,8 @@ in, from ``torch._inductor.utils.run_and_get_code``), so the checks are fast to 
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 import torch
 
 from helpers.exercises import check_answer
@@ -70,35 +72,48 @@ def check_float32_activations(
 
 
 def check_mlp_only(
-    prediction: int | None, generated_code: str | None, *, int8_layers: int, n_layer: int
+    prediction: int | None, generated_code: str | None, *, int8_layers: Sequence[str], n_layer: int
 ) -> str:
     """Exercise 2: fused int8 kernel calls when only the MLP's two linear layers are quantized.
 
-    ``int8_layers`` counts the int8 layers of the learner's model, ``n_layer`` its blocks:
-    a model quantized anywhere but the MLPs is rejected before the prediction is read.
+    ``int8_layers`` names the int8 layers of the learner's model (from ``named_modules()``),
+    ``n_layer`` its blocks: a model quantized anywhere but the MLPs (the attention layers,
+    say, which are as many) is rejected before the prediction is read.
 
     Example:
         >>> code = "extern_kernels._weight_int8pack_mm(a)\\n" * 4
-        >>> check_mlp_only(4, code, int8_layers=4, n_layer=2)
+        >>> names = [f"transformer.h.{i}.mlp.{n}" for i in range(2) for n in ("c_fc", "c_proj")]
+        >>> check_mlp_only(4, code, int8_layers=names, n_layer=2)
         'Exercise 2: correct.'
     """
     if prediction is None:
         return "Exercise 2: not answered yet."
     _prediction(prediction)
-    for label, value in (("int8_layers", int8_layers), ("n_layer", n_layer)):
-        if not isinstance(value, int) or isinstance(value, bool) or value < 1:
-            raise ValueError(f"{label} must be a positive int; got {value!r}")
-    if int8_layers != 2 * n_layer:
+    if not isinstance(n_layer, int) or isinstance(n_layer, bool) or n_layer < 1:
+        raise ValueError(f"n_layer must be a positive int; got {n_layer!r}")
+    if (
+        not isinstance(int8_layers, Sequence)
+        or isinstance(int8_layers, str)
+        or not all(isinstance(n, str) for n in int8_layers)
+    ):
+        raise TypeError(
+            f"int8_layers must be the names of your model's int8 layers (a list of str); got {int8_layers!r}"
+        )
+    names = list(int8_layers)
+    outside = [n for n in names if ".mlp." not in f".{n}."]
+    if outside or len(names) != 2 * n_layer:
         raise AssertionError(
-            f"Exercise 2: your model has {int8_layers} int8 layers; quantizing only the MLPs of "
-            f"{n_layer} blocks gives {2 * n_layer}. Hint: pass only= a test on the layer's name ('.mlp.')."
+            f"Exercise 2: your model has {len(names)} int8 layers"
+            + (f", {len(outside)} outside the MLPs (e.g. {outside[0]})" if outside else "")
+            + f"; quantizing only the MLPs of {n_layer} blocks gives {2 * n_layer}. "
+            "Hint: pass only= a test on the layer's name ('.mlp.')."
         )
     if generated_code is None:
         raise ValueError("generated_code must be the code Inductor generated for your model once answered")
     calls = fused_int8_calls(generated_code)
-    if calls != int8_layers:
+    if calls != len(names):
         raise AssertionError(
-            f"Exercise 2: the generated code calls the fused kernel {calls} times for {int8_layers} int8 "
+            f"Exercise 2: the generated code calls the fused kernel {calls} times for {len(names)} int8 "
             "layers: were the activations bfloat16?"
         )
     return check_answer(
