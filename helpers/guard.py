@@ -33,6 +33,21 @@ DEVICE_ENV_VAR = "COURSE_DEVICE"
 #: The oldest torch release the course is tested on (see requirements.txt for why).
 MIN_TORCH = "2.8"
 
+#: The oldest torch whose Inductor runs the course's models on an Apple GPU (MPS): see
+#: :data:`MPS_FLOOR_REASON`. Below it the guard declines Inductor on MPS (Dynamo still runs).
+MIN_TORCH_MPS = "2.13"
+
+#: Why the MPS floor is higher than the course's, read in the Metal code generator
+#: (``torch/_inductor/codegen/mps.py``) of torch 2.8, 2.9, 2.10, 2.11, 2.13 and 2.15 (2.12 is not on
+#: the index). A reduction over a dimension whose size is dynamic (``dynamic=True``, or a size
+#: Dynamo made dynamic after a recompile) cannot be generated before 2.13: 2.8 computes
+#: ``min(symbolic size, 1024)`` and raises; 2.9-2.11 declare a threadgroup array of that symbolic
+#: size, which Metal rejects (it needs a constant). 2.13 allocates the static upper bound.
+MPS_FLOOR_REASON = (
+    "its Metal code generator cannot build a reduction over a dimension of dynamic size "
+    "(what dynamic=True and automatic dynamic shapes give, notebook 04); torch 2.13 can"
+)
+
 #: A code cell whose first lines hold this comment runs only where Inductor can build kernels.
 REQUIRES_INDUCTOR_MARK = "# requires: inductor"
 
@@ -230,10 +245,11 @@ def _device_problem(device: str, version: Version, windows: bool, backend: str) 
         mps = getattr(torch.backends, "mps", None)
         if mps is None or not mps.is_available():
             return "MPS (Apple GPU) was asked for, but torch.backends.mps.is_available() is False."
-        if needs_codegen and version < Version("2.8"):
+        if needs_codegen and version < Version(MIN_TORCH_MPS):
             return (
-                f"Inductor's Metal backend is usable from torch 2.8; this is torch {version}. "
-                "Upgrade torch or use device='cpu'."
+                f"Inductor on the Apple GPU runs the course's models from torch {MIN_TORCH_MPS}; this is "
+                f"torch {version}, where {MPS_FLOOR_REASON}. Upgrade torch, or set {DEVICE_ENV_VAR}=cpu "
+                "to compile for the CPU (backend='aot_eager' runs on MPS without Inductor)."
             )
         return None
     # CPU: Inductor writes C++ and needs a compiler to build it.

@@ -12,8 +12,11 @@ each device allows, so that figures from notebooks 02 and 07 mean the same thing
 
 Everything a call allocates and keeps (CUDA graph pools, frozen weights, caches) is in
 ``retained_bytes``: measure a compiled function's first call to include what compiling keeps, and
-a later call for the steady state. :func:`saved_activations` counts what a forward pass keeps
-alive for the backward pass (the memory ``torch.compile`` can shrink by recomputing).
+a later call for the steady state. With CUDA graphs (``mode="reduce-overhead"``, ``"max-autotune"``)
+the first call warms up, the second records the graphs and later calls replay them, allocating
+nothing (``torch/_inductor/cudagraph_trees.py``): measure the second call to see the graphs' memory.
+:func:`saved_activations` counts what a forward pass keeps alive for the backward pass (the memory
+``torch.compile`` can shrink by recomputing).
 """
 
 from __future__ import annotations

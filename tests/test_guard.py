@@ -175,11 +175,21 @@ def test_modern_gpu_with_triton(linux_with_compiler, monkeypatch):
 def test_mps_missing_and_too_old(linux_with_compiler, monkeypatch):
     assert not compile_support("mps").ok
     monkeypatch.setattr(torch.backends.mps, "is_available", lambda: True)
-    monkeypatch.setattr(torch, "__version__", "2.6.0")
-    verdict = compile_support("mps")
-    assert not verdict.ok and "2.8" in verdict.reason
-    monkeypatch.setattr(torch, "__version__", "2.9.0")
-    assert compile_support("mps").ok
+    # Below the MPS floor (2.13: a reduction over a dynamic size fails in Metal codegen before it),
+    # including the course's own floor, 2.8: Inductor declined, with the reason and what to do.
+    for old in ("2.6.0", "2.8.0", "2.9.1", "2.11.0", "2.12.0a0+git"):
+        monkeypatch.setattr(torch, "__version__", old)
+        verdict = compile_support("mps")
+        assert not verdict.ok and verdict.device == "mps", old
+        assert guard.MIN_TORCH_MPS in verdict.reason and "dynamic size" in verdict.reason
+        assert f"{guard.DEVICE_ENV_VAR}=cpu" in verdict.reason
+        # Dynamo-level backends generate no Metal code: they stay allowed.
+        assert compile_support("mps", backend="aot_eager").ok
+    for new in ("2.13.0", "2.15.0"):
+        monkeypatch.setattr(torch, "__version__", new)
+        assert compile_support("mps").ok
+        assert "Metal kernels" in compile_support("mps").reason
+    assert guard.parse_version(guard.MIN_TORCH_MPS) > guard.parse_version(guard.MIN_TORCH)
 
 
 @pytest.mark.parametrize(

@@ -320,6 +320,12 @@ def _run_all(paths: list[Path], args: argparse.Namespace, scratch: Path) -> int:
     compiler_calls = []
     if args.fallback == "disabled":
         compiler_calls = (scratch / "compiler-calls.log").read_text().splitlines()
+    if args.lax:  # the table a maintainer pastes into the README names the device it ran on
+        from helpers.device import best_device
+        from helpers.env import hardware_name
+
+        device = os.environ.get("COURSE_DEVICE") or best_device()
+        print(f"\n{label}, device {device}: {hardware_name(device)}, {os.cpu_count()} CPUs")
     print(f"\n| notebook | result | run time ({os.cpu_count()} CPUs) | cells skipped |\n|---|---|---|---|")
     for row in rows:
         result = f"failed: {row['failure']}" if row["failure"] else "passed"
