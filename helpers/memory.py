@@ -21,18 +21,16 @@ nothing (``torch/_inductor/cudagraph_trees.py``): measure the second call to see
 
 from __future__ import annotations
 
-import contextlib
-import os
-import sys
 import threading
 import time
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Any
 
 import torch
 
 from helpers.device import normalize_device, synchronize
+from helpers.logs import native_stderr_discarded
 
 _MIB = 2**20
 
@@ -142,7 +140,7 @@ def _mps_peak(fn: Callable[[], Any], calls: int, interval_s: float = 0.0005) -> 
 def _cpu_peak(fn: Callable[[], Any], calls: int) -> MemoryPeak:
     from torch.profiler import ProfilerActivity, profile
 
-    with _native_stderr_discarded():
+    with native_stderr_discarded():
         with profile(activities=[ProfilerActivity.CPU], profile_memory=True) as prof:
             for _ in range(calls):
                 fn()
@@ -159,24 +157,6 @@ def _cpu_peak(fn: Callable[[], Any], calls: int) -> MemoryPeak:
         running += size
         peak = max(peak, running)
     return MemoryPeak(peak, max(0, running), METHODS["cpu"])
-
-
-@contextlib.contextmanager
-def _native_stderr_discarded() -> Iterator[None]:
-    """Send what C++ code writes to file descriptor 2 (the profiler's log lines) to the null device."""
-    try:
-        saved = os.dup(2)
-    except OSError:  # no file descriptor 2 (e.g. some embedded interpreters): nothing to hide
-        yield
-        return
-    sys.stderr.flush()
-    with open(os.devnull, "w") as null:
-        os.dup2(null.fileno(), 2)
-        try:
-            yield
-        finally:
-            os.dup2(saved, 2)
-            os.close(saved)
 
 
 @dataclass(frozen=True)

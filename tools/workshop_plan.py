@@ -29,12 +29,13 @@ START, END = "<!-- workshop-plan -->", "<!-- /workshop-plan -->"
 READING_WORDS_PER_MINUTE = 200
 EXERCISE_MINUTES = 6
 SLOT_MINUTES = 90
-#: Three slots in the course's order (guarded compile, modes, graph breaks; recompilation,
-#: caching, regions; training and decoding).
+#: Four slots in the course's order (guarded compile, modes, graph breaks; recompilation,
+#: caching, regions; training and decoding; debugging and shipping).
 SLOTS = {
     "1 · compiling and graphs": ("01", "02", "03"),
     "2 · shapes, caches, regions": ("04", "05", "06"),
     "3 · training and decoding": ("07", "08", "09"),
+    "4 · debugging and shipping": ("10", "11"),
 }
 
 _HEADING = re.compile(r"^(#+)\s+(.*)")
