@@ -78,9 +78,24 @@ def test_wrong_reports_are_rejected():
     del static["matches"]["3"]
     with pytest.raises(AssertionError, match="batch of 3"):
         verdict_of(2, static)
+    # Exercise 2 with a package exported for a range too narrow (Dim max=40, the largest batch the
+    # text names before "up to 64"): the input check the checker turns on refuses the batch of 64.
+    narrow = report(
+        "AOTInductor package",
+        batches=ANY_BATCHES,
+        errors={"64": "RuntimeError: input_handles[0]: dim value is too large at 0, expected <= 40, got: 64"},
+    )
+    del narrow["matches"]["64"]
+    with pytest.raises(AssertionError, match="batch of 64"):
+        verdict_of(2, narrow)
     # A report that skipped a batch size.
     with pytest.raises(AssertionError, match="covers batches"):
         verdict_of(2, report(batches=(EXAMPLE_BATCH,)))
+
+
+def test_exercise_2_asks_for_the_whole_range():
+    # A range that stops short of 64 passed when the largest batch tried was 40.
+    assert max(ANY_BATCHES) == 64 and EXAMPLE_BATCH in ANY_BATCHES
 
 
 def test_the_example_is_the_same_everywhere():

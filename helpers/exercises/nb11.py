@@ -23,8 +23,9 @@ from helpers.cache import run_compile_in_fresh_process
 METHODS = ("mega-cache", "precompiled function", "AOTInductor package")
 #: The batch of :func:`example_input` that exercise 1 ships and calls.
 EXAMPLE_BATCH = 8
-#: The batch sizes exercise 2 calls the shipped function with (the example's batch is among them).
-ANY_BATCHES = (3, EXAMPLE_BATCH, 40)
+#: The batch sizes exercise 2 calls the shipped function with: the example's batch is among them, and
+#: the largest, 64, is the top of the range the exercise asks for (a narrower range must fail).
+ANY_BATCHES = (3, EXAMPLE_BATCH, 40, 64)
 #: How close a shipped output must be to eager (float32 on a CPU).
 TOLERANCE = {"rtol": 1e-4, "atol": 1e-5}
 
@@ -174,7 +175,7 @@ def _verdict(
     method = report.get("method")
     if report.get("load_error"):
         raise AssertionError(
-            f"{label}: the fresh process could not load your artifact as a {method}: {report['load_error']}. "
+            f"{label}: the fresh process could not load your artifact ({method}): {report['load_error']}. "
             "Hint: write the file your method's loader reads (save_compiled_function, "
             "aoti_compile_and_package or save_cache_artifacts)."
         )
@@ -231,7 +232,7 @@ def check_any_batch(method: str | None, ship: Callable[[Path], Any] | None) -> s
         _ship_and_start(method, ship, ANY_BATCHES),
         ANY_BATCHES,
         "make the batch dimension dynamic when you compile (dynamic=True, or a torch.export.Dim range "
-        "that covers 1 to 64)",
+        f"that covers every batch in {ANY_BATCHES})",
     )
 
 
