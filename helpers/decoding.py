@@ -519,9 +519,10 @@ def split_step_time(event_seconds: Mapping[str, float], step_s: float, n_steps: 
 
     ``event_seconds`` maps each profiler event name to its total time, in seconds, over
     ``n_steps`` profiled steps (inclusive time: from ``torch.profiler``'s ``key_averages()``,
-    ``{e.key: e.cpu_time_total / 1e6 for e in ...}``); ``step_s`` is the measured time of one
-    step. Overhead is what the three kernel parts leave of ``step_s`` (never below 0): the
-    Python wrapper, Dynamo's guards, small ATen calls, the profiler's own cost.
+    ``{e.key: e.cpu_time_total / 1e6 for e in ...}``); ``step_s`` is the mean measured time of
+    those same steps (the events are sums, so a median would not match them). Overhead is
+    what the three kernel parts leave of ``step_s`` (never below 0): the Python wrapper,
+    Dynamo's guards, small ATen calls, the profiler's own cost.
 
     Example:
         >>> events = {"aten::mm": 0.08, "graph_0_cpp_fused_add_0": 0.01}  # seconds over 10 steps

@@ -22,20 +22,31 @@ def test_counting_fused_calls():
 
 
 def test_exercise_1():
-    assert check_float32_activations(None, None, activation_dtype=torch.bfloat16).endswith(
+    assert check_float32_activations(None, None, activation_dtype=torch.bfloat16, n_int8_layers=9).endswith(
         "not answered yet."
     )
-    assert check_float32_activations(0, UNFUSED, activation_dtype=torch.float32) == "Exercise 1: correct."
+    assert (
+        check_float32_activations(0, UNFUSED, activation_dtype=torch.float32, n_int8_layers=9)
+        == "Exercise 1: correct."
+    )
     # "the pattern matches whatever the activations": one call per int8 layer of the tiny model (9)
     with pytest.raises(AssertionError, match="Exercise 1: expected 0, got 9"):
-        check_float32_activations(9, UNFUSED, activation_dtype=torch.float32)
+        check_float32_activations(9, UNFUSED, activation_dtype=torch.float32, n_int8_layers=9)
     # the model was not changed: its activations are still bfloat16
     with pytest.raises(AssertionError, match="not float32"):
-        check_float32_activations(9, fused(9), activation_dtype=torch.bfloat16)
+        check_float32_activations(9, fused(9), activation_dtype=torch.bfloat16, n_int8_layers=9)
     with pytest.raises(ValueError, match="prediction"):
-        check_float32_activations(-1, UNFUSED, activation_dtype=torch.float32)
+        check_float32_activations(-1, UNFUSED, activation_dtype=torch.float32, n_int8_layers=9)
     with pytest.raises(TypeError, match="activation_dtype"):
-        check_float32_activations(0, UNFUSED, activation_dtype="float32")
+        check_float32_activations(0, UNFUSED, activation_dtype="float32", n_int8_layers=9)
+    # quantize_int8 dropped along with .to(HALF): a float32 model, nothing fuses, 0 "predicted"
+    with pytest.raises(AssertionError, match="no int8 layer"):
+        check_float32_activations(0, UNFUSED, activation_dtype=torch.float32, n_int8_layers=0)
+    # .half() instead of float32: float16 activations, nothing fuses either
+    with pytest.raises(AssertionError, match="not float32"):
+        check_float32_activations(0, UNFUSED, activation_dtype=torch.float16, n_int8_layers=9)
+    with pytest.raises(ValueError, match="n_int8_layers"):
+        check_float32_activations(0, UNFUSED, activation_dtype=torch.float32, n_int8_layers=None)
 
 
 MLP = [f"transformer.h.{i}.mlp.{n}" for i in range(2) for n in ("c_fc", "c_proj")]

@@ -37,18 +37,23 @@ def _prediction(value: object) -> int:
 
 
 def check_float32_activations(
-    prediction: int | None, generated_code: str | None, *, activation_dtype: torch.dtype
+    prediction: int | None,
+    generated_code: str | None,
+    *,
+    activation_dtype: torch.dtype,
+    n_int8_layers: int,
 ) -> str:
     """Exercise 1: fused int8 kernel calls when the int8 model keeps float32 activations.
 
     ``activation_dtype`` is the learner's model's floating dtype (its token embedding's);
+    ``n_int8_layers`` how many int8 layers it has (a model left unquantized is rejected);
     ``generated_code`` what Inductor generated for one step of it (``None`` while unanswered).
 
     Example:
-        >>> check_float32_activations(None, None, activation_dtype=torch.float32)
+        >>> check_float32_activations(None, None, activation_dtype=torch.float32, n_int8_layers=9)
         'Exercise 1: not answered yet.'
         >>> code = "buf0 = extern_kernels.mm(arg0_1, buf1)"
-        >>> check_float32_activations(0, code, activation_dtype=torch.float32)
+        >>> check_float32_activations(0, code, activation_dtype=torch.float32, n_int8_layers=9)
         'Exercise 1: correct.'
     """
     if prediction is None:
@@ -56,6 +61,13 @@ def check_float32_activations(
     _prediction(prediction)
     if not isinstance(activation_dtype, torch.dtype):
         raise TypeError(f"activation_dtype must be a torch.dtype; got {type(activation_dtype).__name__}")
+    if not isinstance(n_int8_layers, int) or isinstance(n_int8_layers, bool) or n_int8_layers < 0:
+        raise ValueError(f"n_int8_layers must be a count (an int >= 0); got {n_int8_layers!r}")
+    if n_int8_layers == 0:
+        raise AssertionError(
+            "Exercise 1: your model has no int8 layer: nothing could fuse because nothing is int8. "
+            "Hint: keep quantize_int8(tiny), drop only the .to(HALF)."
+        )
     if activation_dtype != torch.float32:
         raise AssertionError(
             f"Exercise 1: your model's activations are {activation_dtype}, not float32. "
