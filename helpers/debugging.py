@@ -104,7 +104,7 @@ def span_seconds(events: Sequence[Mapping[str, Any]]) -> dict[str, float]:
 _NESTED_SPANS = (
     ("entire_frame_compile", "_compile.compile_inner"),
     ("backend_compile", "OutputGraph.call_user_compiler"),
-    ("inductor_compile", "fx_codegen_and_compile"),
+    ("inductor_compile", "compile_fx_inner", "fx_codegen_and_compile"),
     ("async_compile.wait",),
 )
 
@@ -118,9 +118,12 @@ def stages_from_spans(spans: Mapping[str, float]) -> dict[str, float]:
 
     The spans nest: the frame's compile holds the backend's (AOTAutograd), which holds Inductor's,
     which ends in ``async_compile.wait`` (the C++ builds still running). A trace names the outer
-    three ``entire_frame_compile``, ``backend_compile``, ``inductor_compile``; ``compile_times()``
-    names the same calls ``_compile.compile_inner``, ``OutputGraph.call_user_compiler``,
-    ``fx_codegen_and_compile``: either set is read.
+    three ``entire_frame_compile``, ``backend_compile``, ``inductor_compile`` (phase names);
+    ``compile_times()`` names the same calls ``_compile.compile_inner``,
+    ``OutputGraph.call_user_compiler``, ``compile_fx_inner`` (``dynamo_timed`` keys in
+    torch/_dynamo/convert_frame.py, output_graph.py, torch/_inductor/compile_fx.py, 2.8 to 2.15):
+    either set is read. Inductor's span holds the C++ builds it started while generating code
+    (``compile_threads`` workers); ``async_compile.wait`` is only the wait for those still running.
 
     Example:
         >>> stages_from_spans({"entire_frame_compile": 10, "backend_compile": 8,

@@ -38,7 +38,7 @@ def test_both_namings_give_the_same_stages():
     counters = {
         "_compile.compile_inner": 10,
         "OutputGraph.call_user_compiler": 8,
-        "fx_codegen_and_compile": 7,
+        "compile_fx_inner": 7,
         "async_compile.wait": 4,
     }
     assert stages_from_spans(trace) == stages_from_spans(counters)

@@ -44,6 +44,13 @@ def test_exercise_1():
     # the right rung, the other bug's setting
     with pytest.raises(AssertionError, match="subsystem"):
         check_third_bug({"first_backend": "inductor", "subsystem": "inductor_emulate_precision_casts"})
+    # the config field's name instead of the subsystem do_bisect returns
+    with pytest.raises(AssertionError, match="subsystem"):
+        check_third_bug({"first_backend": "inductor", "subsystem": "fallback_random"})
+    # the subsystem right, the rung taken from the dropout bug
+    with pytest.raises(AssertionError, match="first_backend"):
+        wrong_rung = {"first_backend": "aot_eager_decomp_partition", "subsystem": THIRD_BUG["subsystem"]}
+        check_third_bug(wrong_rung)
     # the whole result object's backend field given as the subsystem
     with pytest.raises(AssertionError, match="subsystem"):
         check_third_bug({"first_backend": "inductor", "subsystem": "inductor"})
