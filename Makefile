@@ -47,8 +47,9 @@ test: $(STAMP)
 # Strict nbval once more under a lower CPU capability: ATen's kernels and Inductor's vector code
 # (both read ATEN_CPU_CAPABILITY) take another path, so a compared output that depends on the CPU
 # fails here on one machine instead of on the next contributor's. AVX512 -> avx2; else -> default.
-# Always a fresh Inductor cache: the cache is not keyed by the CPU's instruction set, and kernels
-# compiled for AVX512 then reused under avx2 gave NaN in 07's bfloat16 step.
+# Always a fresh Inductor cache (the variable is unset, so conftest.py makes an empty one): an
+# FX-graph entry is not keyed by the CPU's instruction set, and AVX512 code reused under avx2 gave
+# NaN in 07's bfloat16 step and wrong bfloat16 values (16.3 for 1.09) in 10.
 LOWER_CAPABILITY := import torch; print({"AVX512": "avx2"}.get(torch.backends.cpu.get_cpu_capability(), "default"))
 test-portable: $(STAMP)
 	env -u TORCHINDUCTOR_CACHE_DIR ATEN_CPU_CAPABILITY=$$($(BIN)/python -c '$(LOWER_CAPABILITY)') \
