@@ -143,6 +143,21 @@ def stages_from_spans(spans: Mapping[str, float]) -> dict[str, float]:
     return {name: round(value, 6) for name, value in stages.items()}
 
 
+def report_file(report_dir: str | os.PathLike[str], name: str) -> Path:
+    """The file ``name`` of a tlparse report folder, or an error naming ``report_dir``.
+
+    Example:
+        >>> report_file("/no/such/report", "raw.jsonl")
+        Traceback (most recent call last):
+        ...
+        ValueError: report_dir must be a tlparse output folder with raw.jsonl; got '/no/such/report'
+    """
+    path = Path(report_dir) / name
+    if not path.is_file():
+        raise ValueError(f"report_dir must be a tlparse output folder with {name}; got {str(report_dir)!r}")
+    return path
+
+
 def stage_seconds(report_dir: str | os.PathLike[str]) -> dict[str, float]:
     """Compile seconds per stage (:data:`STAGES`, plus ``"total"``) in a tlparse report folder.
 
@@ -152,11 +167,7 @@ def stage_seconds(report_dir: str | os.PathLike[str]) -> dict[str, float]:
         ...
         ValueError: report_dir must be a tlparse output folder with chromium_events.json; got '/x'
     """
-    path = Path(report_dir) / "chromium_events.json"
-    if not path.is_file():
-        raise ValueError(
-            f"report_dir must be a tlparse output folder with chromium_events.json; got {str(report_dir)!r}"
-        )
+    path = report_file(report_dir, "chromium_events.json")
     return stages_from_spans(span_seconds(json.loads(path.read_text(encoding="utf-8"))))
 
 
@@ -205,11 +216,7 @@ def report_frames(report_dir: str | os.PathLike[str]) -> ReportFrames:
         ...
         ValueError: report_dir must be a tlparse output folder with raw.jsonl; got '/no/such/report'
     """
-    path = Path(report_dir) / "raw.jsonl"
-    if not path.is_file():
-        raise ValueError(
-            f"report_dir must be a tlparse output folder with raw.jsonl; got {str(report_dir)!r}"
-        )
+    path = report_file(report_dir, "raw.jsonl")
     frames = breaks = recompiles = 0
     for line in path.read_text(encoding="utf-8").splitlines():
         record = json.loads(line).get("compilation_metrics") if line.strip() else None

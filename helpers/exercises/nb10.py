@@ -11,11 +11,11 @@ from __future__ import annotations
 
 import json
 import os
-from pathlib import Path
 from typing import Any
 
 import torch
 
+from helpers.debugging import report_file
 from helpers.exercises import check_answer
 
 #: The ladder of backends, each adding one stage of the compiler to the one before.
@@ -77,11 +77,7 @@ def trace_graph_ops(report_dir: str | os.PathLike[str]) -> int:
         ...
         ValueError: report_dir must be a tlparse output folder with raw.jsonl; got '/no/such/report'
     """
-    path = Path(report_dir) / "raw.jsonl"
-    if not path.is_file():
-        raise ValueError(
-            f"report_dir must be a tlparse output folder with raw.jsonl; got {str(report_dir)!r}"
-        )
+    path = report_file(report_dir, "raw.jsonl")
     for line in path.read_text(encoding="utf-8").splitlines():
         record = json.loads(line).get("compilation_metrics") if line.strip() else None
         if record and record.get("co_name") and record.get("graph_op_count") is not None:
