@@ -135,7 +135,8 @@ def working_set_past_cache(
 
 @dataclass(frozen=True)
 class CopyBandwidth:
-    """A copy's bandwidth: ``gb_s`` over a working set of ``n_bytes`` with ``threads`` threads.
+    """A copy's bandwidth: ``gb_s`` over a working set of ``n_bytes`` with ``threads`` CPU threads
+    (``None`` for a GPU's copy, which CPU threads do not run).
 
     Example:
         >>> from helpers.bench import Timing
@@ -145,12 +146,13 @@ class CopyBandwidth:
 
     gb_s: float
     n_bytes: int
-    threads: int
+    threads: int | None
     timing: Timing
 
     def __str__(self) -> str:
+        where = "" if self.threads is None else f", {self.threads} thread(s)"
         return (
-            f"copy of a {self.n_bytes / 2**20:,.0f} MiB working set, {self.threads} thread(s): "
+            f"copy of a {self.n_bytes / 2**20:,.0f} MiB working set{where}: "
             f"{self.gb_s:.1f} GB/s (median of {self.timing.n})"
         )
 
@@ -191,7 +193,7 @@ def copy_bandwidth_gb_s(
         timing = time_call(
             lambda: target.copy_(source), name="copy", device=name, warmup=warmup, rounds=rounds
         )
-        used = torch.get_num_threads()
+        used = torch.get_num_threads() if name == "cpu" else None
     finally:
         torch.set_num_threads(before)
     moved = 2 * source.numel() * source.element_size()

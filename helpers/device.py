@@ -5,6 +5,8 @@ Nothing here calls a CUDA or MPS API that raises where the device is missing.
 
 from __future__ import annotations
 
+import os
+
 import torch
 
 #: Device types the course knows (and knows how to compile for).
@@ -60,3 +62,110 @@ def synchronize(device: str | torch.device | None = "cpu") -> None:
         torch.cuda.synchronize()
     elif name == "mps" and torch.backends.mps.is_available():
         torch.mps.synchronize()
+
+
+#: ``COURSE_GPU_PROFILE`` makes the course's device queries answer like another GPU, so that a
+#: branch written for it runs on the GPU at hand. It changes what the course asks, not the GPU:
+#: Inductor's own capability checks, speed and memory stay those of the real card.
+GPU_PROFILE_ENV_VAR = "COURSE_GPU_PROFILE"
+#: name: (compute capability, native bfloat16, display name)
+GPU_PROFILES = {"t4": ((7, 5), False, "Tesla T4")}
+
+
+def gpu_profile() -> str | None:
+    """The GPU the course's device queries answer for (``$COURSE_GPU_PROFILE``), or ``None``.
+
+    Raises ``ValueError`` naming the variable and the accepted values for anything else.
+
+    Example:
+        >>> gpu_profile() is None or gpu_profile() in GPU_PROFILES
+        True
+    """
+    value = os.environ.get(GPU_PROFILE_ENV_VAR, "").strip().lower()
+    if not value:
+        return None
+    if value not in GPU_PROFILES:
+        accepted = ", ".join(repr(name) for name in GPU_PROFILES)
+        raise ValueError(f"{GPU_PROFILE_ENV_VAR} must be one of {accepted} or unset; got {value!r}")
+    return value
+
+
+def cuda_capability() -> tuple[int, int] | None:
+    """The CUDA GPU's compute capability (the profile's under ``COURSE_GPU_PROFILE``), or ``None``.
+
+    Example:
+        >>> cuda_capability() is None or len(cuda_capability()) == 2
+        True
+    """
+    if not torch.cuda.is_available():
+        return None
+    profile = gpu_profile()
+    if profile is not None:
+        return GPU_PROFILES[profile][0]
+    major, minor = torch.cuda.get_device_capability()
+    return major, minor
+
+
+def native_bfloat16(device: str | torch.device | None = "cpu") -> bool:
+    """Whether ``device`` computes in bfloat16 natively enough for the course to use it.
+
+    CUDA needs compute capability 8.0 (Ampere): below it Inductor refuses to compile bfloat16
+    ("does not support bfloat16 compilation natively") and runs the frame eagerly. MPS needs
+    macOS 14. Every CPU runs bfloat16 (emulated where it has no bfloat16 instructions).
+
+    Example:
+        >>> native_bfloat16("cpu")
+        True
+    """
+    name = normalize_device(device)
+    if name == "cuda":
+        capability = cuda_capability()
+        return capability is not None and capability >= (8, 0)
+    if name == "mps":
+        return torch.backends.mps.is_available() and torch.backends.mps.is_macos_or_newer(14, 0)
+    return True
+
+
+def tf32_matmuls(device: str | torch.device | None = "cpu") -> bool:
+    """Whether float32 matmuls on ``device`` run in TF32 now (10-bit mantissa inputs).
+
+    True on a CUDA GPU of capability 8.0 or newer when the matmul precision is not ``"highest"``
+    (``setup_notebook`` sets ``"high"``). On a CPU the course's checks measure instead (notebook 07).
+
+    Example:
+        >>> tf32_matmuls("cpu")
+        False
+    """
+    if normalize_device(device) != "cuda":
+        return False
+    capability = cuda_capability()
+    return (
+        capability is not None and capability >= (8, 0) and torch.get_float32_matmul_precision() != "highest"
+    )
+
+
+def float32_tolerance(device: str | torch.device | None, full_precision: float) -> dict[str, float]:
+    """``rtol``/``atol`` for comparing compiled float32 with eager float32 on ``device``.
+
+    ``full_precision`` where float32 matmuls run in float32. Where they run in TF32, eager and
+    compiled round a matmul's inputs differently as soon as a fused kernel changes a last bit,
+    so the tolerance is measured: ten times the relative error TF32 puts into one 512 x 512 matmul
+    here (against float64 on the CPU), rounded up to a power of ten.
+
+    Example:
+        >>> float32_tolerance("cpu", 1e-4)
+        {'rtol': 0.0001, 'atol': 0.0001}
+    """
+    import math
+
+    if not isinstance(full_precision, float) or not 0 < full_precision < 1:
+        raise ValueError(f"full_precision must be a float in (0, 1), such as 1e-4; got {full_precision!r}")
+    name = normalize_device(device)
+    if not tf32_matmuls(name):
+        return {"rtol": full_precision, "atol": full_precision}
+    generator = torch.Generator().manual_seed(0)
+    a, b = (torch.randn(512, 512, generator=generator) for _ in range(2))
+    exact = a.double() @ b.double()
+    error = ((a.to(name) @ b.to(name)).cpu().double() - exact).abs().max() / exact.abs().max()
+    tolerance = max(full_precision, 10.0 ** math.ceil(math.log10(10 * error.item())))
+    return {"rtol": tolerance, "atol": tolerance}

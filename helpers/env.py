@@ -14,7 +14,7 @@ from importlib import metadata
 
 import torch
 
-from helpers.device import normalize_device
+from helpers.device import GPU_PROFILE_ENV_VAR, GPU_PROFILES, gpu_profile, normalize_device
 from helpers.guard import (
     DEVICE_ENV_VAR,
     MIN_TORCH,
@@ -51,7 +51,11 @@ def hardware_name(device: str | torch.device | None = None) -> str:
     """
     name = normalize_device(device)
     if name == "cuda" and torch.cuda.is_available():
-        return f"GPU: {torch.cuda.get_device_name()}"
+        profile = gpu_profile()
+        answering = (
+            f" answering as a {GPU_PROFILES[profile][2]} ({GPU_PROFILE_ENV_VAR}={profile})" if profile else ""
+        )
+        return f"GPU: {torch.cuda.get_device_name()}{answering}"
     if name == "mps":
         return f"Apple GPU (MPS) on {platform.machine()}"
     threads = torch.get_num_threads()
@@ -193,7 +197,10 @@ def setup_notebook(device: str | torch.device | None = None, seed: int = 0) -> s
         from transformers import set_seed
 
     set_seed(seed)
-    torch.set_float32_matmul_precision("high")
+    # Under a GPU profile without TF32 (a T4), the real card must not use it either.
+    profile = gpu_profile() if name == "cuda" else None
+    tf32 = profile is None or GPU_PROFILES[profile][0] >= (8, 0)
+    torch.set_float32_matmul_precision("high" if tf32 else "highest")
     _show_figures_inline()
     skip_marked_cells(compile_support(name))
     return name

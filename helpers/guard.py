@@ -22,7 +22,7 @@ from typing import Any, TypeVar
 import torch
 from packaging.version import InvalidVersion, Version
 
-from helpers.device import normalize_device
+from helpers.device import cuda_capability, normalize_device
 
 #: Set this environment variable to 1 to run every notebook eagerly (the escape hatch).
 DISABLE_ENV_VAR = "COURSE_DISABLE_COMPILE"
@@ -236,7 +236,7 @@ def _device_problem(device: str, version: Version, windows: bool, backend: str) 
                 f"Inductor writes Triton kernels for NVIDIA GPUs and Triton is not installed "
                 f"(pip install {package})."
             )
-        major, minor = torch.cuda.get_device_capability()
+        major, minor = cuda_capability() or torch.cuda.get_device_capability()
         if needs_codegen and (major, minor) < (7, 0):
             name = torch.cuda.get_device_name()
             return f"Triton needs a GPU of compute capability 7.0 or newer; {name} is {major}.{minor}."

@@ -141,7 +141,10 @@ def test_an_unreachable_repository_ends_in_one_sentence(colab, monkeypatch):
     )
     sentence, shown = _setup_failure(notebook)
     assert sentence.startswith("Installing the course helpers from file://") and "COURSE_REPO" in sentence
-    assert "pip said:" in sentence  # pip's own last lines, so the learner sees why
+    assert "pip said:" in sentence  # pip's own lines that name the cause, so the learner sees why
+    said = sentence.split("pip said:", 1)[1]
+    assert "fatal:" in said and "no-such-fork" in said, said  # git's line, not pip's generic trailer
+    assert "subprocess-exited-with-error" not in said and "See above" not in said, said
     assert "Traceback" not in shown and 'File "' not in shown, shown
 
 
@@ -170,6 +173,17 @@ def test_notebook_01_installs_the_helpers_from_the_repository_and_runs_to_the_en
             monkeypatch,
             allow_errors=False,
         )
+        requires = subprocess.run(  # the install brings notebook 10's trace reader too
+            [
+                str(colab["python"]),
+                "-c",
+                "import importlib.metadata as m; print(m.requires('torch-compile-course'))",
+            ],
+            check=True,
+            capture_output=True,
+            text=True,
+            cwd=colab["workdir"],
+        ).stdout
         installed = subprocess.run(
             [str(colab["python"]), "-c", "import helpers; print(helpers.__file__)"],
             check=True,
@@ -180,6 +194,7 @@ def test_notebook_01_installs_the_helpers_from_the_repository_and_runs_to_the_en
     finally:  # the runtime is "fresh" again for any test after this one
         subprocess.run([str(colab["python"]), "-m", "pip", "uninstall", "-q", "-y", "torch-compile-course"])
     assert "site-packages" in installed and str(ROOT) not in installed, installed
+    assert "tlparse" in requires, requires
     card = next(c for c in notebook.cells if "environment_card" in c.source)
     card_text = "".join(o.get("text", "") for o in card.outputs)
     assert "torch" in card_text and "compile" in card_text, card_text

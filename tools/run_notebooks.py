@@ -138,9 +138,9 @@ def _cell_seconds(cell: nbformat.NotebookNode) -> float:
     return (parse(end) - parse(start)).total_seconds()
 
 
-def run(path: Path, write: bool) -> tuple[float, float, str | None, int]:
+def run(path: Path, write: bool, save_dir: Path | None = None) -> tuple[float, float, str | None, int]:
     """Execute one notebook; return seconds, the core path's seconds, the first failure (or None),
-    and skipped-cell lines."""
+    and skipped-cell lines. With ``save_dir``, the executed notebook is also written there."""
     notebook = nbformat.read(path, as_version=4)
     sync_setup_cell(notebook)
     failure = None
@@ -172,6 +172,9 @@ def run(path: Path, write: bool) -> tuple[float, float, str | None, int]:
             raise SystemExit(f"{path.name}: the title cell has no '**Run time:**' line")
         title.source = RUN_TIME_LINE.sub(RUN_TIME_TEXT, title.source, count=1)
         nbformat.write(notebook, path)
+    if save_dir is not None:
+        save_dir.mkdir(parents=True, exist_ok=True)
+        nbformat.write(notebook, save_dir / path.name)
     skipped = sum(
         "".join(out.get("text", "")).count(SKIP_LINE)
         for cell in notebook.cells
@@ -264,9 +267,12 @@ def main() -> int:
         "--readme", action="store_true", help="with --benchmark: write the run-time table into README.md"
     )
     parser.add_argument("--json", type=Path, help="with --lax: also write the results to this file")
+    parser.add_argument(
+        "--save-dir", type=Path, help="with --lax: write each executed notebook (outputs included) here"
+    )
     args = parser.parse_args()
-    if args.fallback and not args.lax:
-        parser.error("--fallback goes with --lax")
+    if (args.fallback or args.save_dir) and not args.lax:
+        parser.error("--fallback and --save-dir go with --lax")
     paths = sorted(NOTEBOOKS.glob("[0-9][0-9]_*.ipynb"))
     if args.prefixes:
         paths = [p for p in paths if p.name.startswith(tuple(args.prefixes))]
@@ -309,7 +315,9 @@ def _run_all(paths: list[Path], args: argparse.Namespace, scratch: Path) -> int:
                 )
                 return 3
         print(f"running {path.name} ...", flush=True)
-        seconds, core_seconds, failure, skipped = run(path, write=not (args.benchmark or args.lax))
+        seconds, core_seconds, failure, skipped = run(
+            path, write=not (args.benchmark or args.lax), save_dir=args.save_dir
+        )
         rows.append(
             {
                 "notebook": path.name,

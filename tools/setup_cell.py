@@ -20,7 +20,9 @@ _TEMPLATE = """\
 # @title Setup (run this cell first) {{ display-mode: "form" }}
 # On Colab this installs the course helpers (Colab's own torch is kept); elsewhere it does
 # nothing once the course is installed (`make lab`), and falls back to ../helpers.
+import importlib
 import importlib.util
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -32,11 +34,14 @@ if importlib.util.find_spec("helpers") is None and (Path.cwd().parent / "helpers
 if importlib.util.find_spec("helpers") is None and "google.colab" in sys.modules:
     pip = [sys.executable, "-m", "pip", "install", "-q", f"git+{{COURSE_REPO}}"]
     installed = subprocess.run(pip, capture_output=True, text=True)
-    if installed.returncode:
-        pip_said = "\\n".join((installed.stderr or installed.stdout).strip().splitlines()[-4:])
+    if installed.returncode:  # pip ends with a generic trailer: show the lines that name the cause
+        said = (installed.stderr or installed.stdout).strip().splitlines()
+        causes = [line.strip() for line in said if re.search(r"fatal:|ERROR:|Could not|error: (?!subprocess)", line)]
+        pip_said = "\\n".join(dict.fromkeys(causes or said[-4:]))
         raise SystemExit(f"Installing the course helpers from {{COURSE_REPO}} failed: check the URL (set "
                          "COURSE_REPO to your fork's) and the runtime's network, then run this cell again. "
                          f"pip said:\\n{{pip_said}}")
+    importlib.invalidate_caches()  # the package just installed must be found by this kernel
 import helpers  # noqa: E402
 
 if getattr(helpers, "COURSE", None) != "torch-compile-course":

@@ -1,0 +1,188 @@
+"""The offline GPU run kit: every notebook lax on a CUDA GPU, on a machine with no package index.
+
+    python tools/gpu_kit.py fetch                      # here: the wheels the GPU machine lacks, into .whl/
+    python3 tools/gpu_kit.py run --out DIR --part 1    # there: install, then notebooks 01 04 08 09 07 02
+    python3 tools/gpu_kit.py run --out DIR --part 2    # there: the others (03 05 06 10 11)
+    python3 tools/gpu_kit.py run --out DIR --profile t4 07 09   # the T4's branches on the GPU at hand
+    python tools/gpu_kit.py readme DIR [DIR ...]       # here: the README's device table from the runs
+
+The GPU machine is expected to have Python 3.12 with torch (CUDA), triton, transformers, matplotlib,
+pytest and psutil. ``run`` installs the wheels in ``.whl/`` (nbclient, nbformat, nbval, ipykernel,
+tlparse and what they need, skipping any distribution already installed there) into a folder on
+``PYTHONPATH``, installs the course with ``--no-deps``, and runs each notebook with
+``tools/run_notebooks.py --lax`` in its own process, under a time cap, the ones a reading predicted
+to fail first. It writes ``results.json`` and the executed notebooks (``executed.tar.gz``) to
+``--out``: the device table and the GPU figures are made from them, here.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib.metadata
+import json
+import os
+import re
+import signal
+import subprocess
+import sys
+import tarfile
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+WHEELS = ROOT / ".whl"
+#: What the GPU machine lacks, pinned as in constraints.txt; pip adds what these need.
+KIT_PACKAGES = ("nbclient", "nbformat", "nbval", "ipykernel", "ipython", "tlparse")
+#: The wheels' target: CPython 3.12 on x86-64 Linux (the GPU machine's Python).
+PLATFORM_ARGS = (
+    "--only-binary=:all:", "--python-version", "3.12", "--implementation", "cp",
+    *(arg for tag in ("manylinux_2_17_x86_64", "manylinux2014_x86_64", "manylinux_2_24_x86_64",
+                      "manylinux_2_26_x86_64", "manylinux_2_28_x86_64", "manylinux_2_31_x86_64",
+                      "manylinux_2_34_x86_64", "manylinux_2_35_x86_64", "manylinux1_x86_64")
+      for arg in ("--platform", tag)),
+)  # fmt: skip
+#: Part 1: the notebooks a reading of their GPU branches predicted to fail or to be at risk.
+PARTS = {"1": ("01", "04", "08", "09", "07", "02"), "2": ("03", "05", "06", "10", "11")}
+#: Seconds one notebook may run before it is stopped (and reported as stopped).
+CAPS = {"02": 240, "09": 200}
+DEFAULT_CAP = 150
+#: No notebook is started with less than this left of the run's budget.
+MIN_START_S = 30
+
+
+def _pins() -> dict[str, str]:
+    pins = {}
+    for line in (ROOT / "constraints.txt").read_text().splitlines():
+        match = re.match(r"^([A-Za-z0-9_.-]+)==(\S+)", line.strip())
+        if match:
+            pins[match[1].lower()] = match[2]
+    return pins
+
+
+def fetch(dest: Path) -> int:
+    """Download the kit's wheels (with their dependencies) for the GPU machine into ``dest``."""
+    pins = _pins()
+    wanted = [f"{name}=={pins[name]}" if name in pins else name for name in KIT_PACKAGES]
+    dest.mkdir(exist_ok=True)
+    command = [sys.executable, "-m", "pip", "download", *PLATFORM_ARGS, "-d", str(dest), *wanted]
+    print(" ".join(command), flush=True)
+    done = subprocess.run(command)
+    size = sum(f.stat().st_size for f in dest.glob("*.whl")) / 1e6
+    print(f"{len(list(dest.glob('*.whl')))} wheels, {size:.1f} MB in {dest}")
+    return done.returncode
+
+
+def _wheel_distribution(wheel: Path) -> str:
+    return wheel.name.split("-", 1)[0].replace("_", "-").lower()
+
+
+def _installed(distribution: str) -> bool:
+    try:
+        importlib.metadata.version(distribution)
+    except importlib.metadata.PackageNotFoundError:
+        return False
+    return True
+
+
+def install(site: Path) -> bool:
+    """Install the missing wheels and the course (no dependencies) into ``site``; False if the
+    course could not be built there (no setuptools): then it is imported from the checkout."""
+    missing = [w for w in sorted(WHEELS.glob("*.whl")) if not _installed(_wheel_distribution(w))]
+    pip = [sys.executable, "-m", "pip", "install", "-q", "--no-index", "--no-deps", "--no-compile"]
+    pip += ["--disable-pip-version-check", "--target", str(site)]
+    if missing:
+        print(f"installing {len(missing)} wheels: " + ", ".join(_wheel_distribution(w) for w in missing))
+        subprocess.run([*pip, *map(str, missing)], check=True)
+    course = subprocess.run([*pip, "--no-build-isolation", str(ROOT)], cwd=tempfile.gettempdir())
+    if course.returncode:
+        print("the course could not be installed (see above): importing it from the checkout instead")
+    return course.returncode == 0
+
+
+def _run_one(prefix: str, work: Path, env: dict[str, str], cap: float) -> dict:
+    """One notebook, lax, in its own process (and process group), stopped after ``cap`` seconds."""
+    result = work / f"{prefix}.json"
+    command = [sys.executable, str(ROOT / "tools" / "run_notebooks.py"), "--lax", "--json", str(result)]
+    command += ["--save-dir", str(work / "executed"), prefix]
+    start = time.perf_counter()
+    process = subprocess.Popen(command, env=env, start_new_session=True)
+    try:
+        process.wait(timeout=cap)
+    except subprocess.TimeoutExpired:
+        os.killpg(process.pid, signal.SIGKILL)
+        process.wait()
+        return {"notebook": prefix, "seconds": round(time.perf_counter() - start, 1),
+                "failure": f"stopped at its cap of {cap:.0f} s", "skipped": 0}  # fmt: skip
+    if not result.exists():
+        return {"notebook": prefix, "seconds": round(time.perf_counter() - start, 1),
+                "failure": f"the runner exited with {process.returncode}", "skipped": 0}  # fmt: skip
+    return json.loads(result.read_text())["rows"][0]
+
+
+def run(out: Path, prefixes: list[str], profile: str | None, budget: float) -> int:
+    """Install, then run ``prefixes`` lax on CUDA within ``budget`` seconds; write results.json."""
+    start = time.perf_counter()
+    out.mkdir(parents=True, exist_ok=True)
+    site = Path(tempfile.mkdtemp(prefix="course-site-"))
+    installed = install(site)
+    env = dict(os.environ, COURSE_DEVICE="cuda", PYTHONUNBUFFERED="1")
+    paths = [str(site), None if installed else str(ROOT), env.get("PYTHONPATH")]
+    env["PYTHONPATH"] = os.pathsep.join(filter(None, paths))
+    env["PATH"] = os.pathsep.join([str(site / "bin"), env["PATH"]])  # tlparse's executable
+    env.pop("COURSE_GPU_PROFILE", None)
+    if profile:
+        env["COURSE_GPU_PROFILE"] = profile
+    probe = (
+        "import torch, transformers, triton, sys; print(torch.cuda.get_device_name(), "
+        "torch.cuda.get_device_capability(), 'torch', torch.__version__, 'transformers', "
+        "transformers.__version__, 'triton', triton.__version__, 'python', sys.version.split()[0])"
+    )
+    facts = subprocess.run([sys.executable, "-c", probe], env=env, capture_output=True, text=True)
+    print(facts.stdout.strip() or facts.stderr.strip(), flush=True)
+    work = Path(tempfile.mkdtemp(prefix="course-gpu-run-"))  # $OUT takes few files: only two go there
+    rows = []
+    for prefix in prefixes:
+        left = budget - (time.perf_counter() - start)
+        if left < MIN_START_S:
+            rows.append({"notebook": prefix, "seconds": 0, "failure": "not run: out of time", "skipped": 0})
+            continue
+        cap = min(CAPS.get(prefix, DEFAULT_CAP), left)
+        print(f"--- {prefix} (cap {cap:.0f} s)", flush=True)
+        rows.append(_run_one(prefix, work, env, cap))
+        print(f"--- {prefix}: {rows[-1]['failure'] or 'passed'} in {rows[-1]['seconds']:.0f} s", flush=True)
+    results = {"machine": facts.stdout.strip(), "profile": profile, "cpus": os.cpu_count(), "rows": rows}
+    (out / "results.json").write_text(json.dumps(results, indent=1))
+    executed = work / "executed"
+    if executed.is_dir():
+        with tarfile.open(out / "executed.tar.gz", "w:gz") as archive:
+            archive.add(executed, arcname="executed")
+    for row in rows:
+        print(f"| {row['notebook']} | {row['failure'] or 'passed'} | {row['seconds']:.0f} s |")
+    return 1 if any(r["failure"] for r in rows) else 0
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    verbs = parser.add_subparsers(dest="verb", required=True)
+    fetch_args = verbs.add_parser("fetch", help="download the wheels (here, with a package index)")
+    fetch_args.add_argument("--dest", type=Path, default=WHEELS)
+    run_args = verbs.add_parser("run", help="install and run notebooks lax on CUDA (there)")
+    run_args.add_argument("prefixes", nargs="*", help="notebooks to run, in this order (default: --part)")
+    run_args.add_argument("--part", choices=[*PARTS, "all"], default="all")
+    run_args.add_argument("--out", type=Path, required=True, help="folder for results.json and the notebooks")
+    run_args.add_argument(
+        "--profile", choices=["t4"], help="answer the course's device queries like this GPU"
+    )
+    run_args.add_argument("--budget", type=float, default=530, help="seconds for the whole run (default 530)")
+    args = parser.parse_args()
+    if args.verb == "fetch":
+        return fetch(args.dest)
+    prefixes = args.prefixes or [p for part in PARTS for p in PARTS[part] if args.part in (part, "all")]
+    return run(args.out, prefixes, args.profile, args.budget)
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
