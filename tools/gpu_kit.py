@@ -49,6 +49,8 @@ CAPS = {"02": 240, "09": 200}
 DEFAULT_CAP = 150
 #: No notebook is started with less than this left of the run's budget.
 MIN_START_S = 30
+#: Seconds past its cap before a notebook's runner is killed (it normally stops itself at the cap).
+BACKSTOP_S = 20
 
 
 def _pins() -> dict[str, str]:
@@ -104,11 +106,11 @@ def _run_one(prefix: str, work: Path, env: dict[str, str], cap: float) -> dict:
     """One notebook, lax, in its own process (and process group), stopped after ``cap`` seconds."""
     result = work / f"{prefix}.json"
     command = [sys.executable, str(ROOT / "tools" / "run_notebooks.py"), "--lax", "--json", str(result)]
-    command += ["--save-dir", str(work / "executed"), prefix]
+    command += ["--save-dir", str(work / "executed"), "--cap", str(cap), prefix]
     start = time.perf_counter()
     process = subprocess.Popen(command, env=env, start_new_session=True)
-    try:
-        process.wait(timeout=cap)
+    try:  # the runner stops at the cap itself and keeps what ran; this is the backstop
+        process.wait(timeout=cap + BACKSTOP_S)
     except subprocess.TimeoutExpired:
         os.killpg(process.pid, signal.SIGKILL)
         process.wait()
@@ -139,7 +141,8 @@ def run(out: Path, prefixes: list[str], profile: str | None, budget: float) -> i
         "transformers.__version__, 'triton', triton.__version__, 'python', sys.version.split()[0])"
     )
     facts = subprocess.run([sys.executable, "-c", probe], env=env, capture_output=True, text=True)
-    print(facts.stdout.strip() or facts.stderr.strip(), flush=True)
+    machine = facts.stdout.strip() or f"probe failed: {facts.stderr.strip()[-300:]}"
+    print(machine, flush=True)
     work = Path(tempfile.mkdtemp(prefix="course-gpu-run-"))  # $OUT takes few files: only two go there
     rows = []
     for prefix in prefixes:
@@ -147,11 +150,11 @@ def run(out: Path, prefixes: list[str], profile: str | None, budget: float) -> i
         if left < MIN_START_S:
             rows.append({"notebook": prefix, "seconds": 0, "failure": "not run: out of time", "skipped": 0})
             continue
-        cap = min(CAPS.get(prefix, DEFAULT_CAP), left)
+        cap = min(CAPS.get(prefix, DEFAULT_CAP), left - BACKSTOP_S)
         print(f"--- {prefix} (cap {cap:.0f} s)", flush=True)
         rows.append(_run_one(prefix, work, env, cap))
         print(f"--- {prefix}: {rows[-1]['failure'] or 'passed'} in {rows[-1]['seconds']:.0f} s", flush=True)
-    results = {"machine": facts.stdout.strip(), "profile": profile, "cpus": os.cpu_count(), "rows": rows}
+    results = {"machine": machine, "profile": profile, "cpus": os.cpu_count(), "rows": rows}
     (out / "results.json").write_text(json.dumps(results, indent=1))
     executed = work / "executed"
     if executed.is_dir():

@@ -32,7 +32,7 @@ from pathlib import Path
 import nbformat
 import psutil
 from nbclient import NotebookClient
-from nbclient.exceptions import CellExecutionError
+from nbclient.exceptions import CellExecutionError, CellTimeoutError
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from tools import workshop_plan  # noqa: E402
@@ -127,10 +127,10 @@ def compiler_shims(scratch: Path, hide: bool) -> Path:
 
 
 def _cell_seconds(cell: nbformat.NotebookNode) -> float:
-    """How long a cell ran (nbclient's timing record), which is then removed from the notebook."""
+    """How long a cell ran (nbclient's timing record; removed before a notebook is committed)."""
     from datetime import datetime
 
-    timing = cell.get("metadata", {}).pop("execution", {})
+    timing = cell.get("metadata", {}).get("execution", {})
     start, end = timing.get("iopub.execute_input"), timing.get("shell.execute_reply")
     if not (start and end):
         return 0.0
@@ -138,11 +138,41 @@ def _cell_seconds(cell: nbformat.NotebookNode) -> float:
     return (parse(end) - parse(start)).total_seconds()
 
 
-def run(path: Path, write: bool, save_dir: Path | None = None) -> tuple[float, float, str | None, int]:
+class CapReached(Exception):
+    """The notebook's time cap ran out while (or before) this cell ran."""
+
+
+def _execute(client: NotebookClient, cap: float | None) -> None:
+    """``client.execute()``, or cell by cell within ``cap`` seconds (what ran so far is kept)."""
+    if cap is None:
+        client.execute()
+        return
+    deadline = time.perf_counter() + cap
+    client.reset_execution_trackers()
+    with client.setup_kernel():
+        for index, cell in enumerate(client.nb.cells):
+            left = deadline - time.perf_counter()
+            if left <= 0:
+                raise CapReached(f"stopped at its cap of {cap:.0f} s before cell {index}")
+            client.timeout = max(1, min(1200, int(left)))
+            try:
+                client.execute_cell(cell, index, execution_count=client.code_cells_executed + 1)
+            except CellTimeoutError:
+                raise CapReached(f"stopped at its cap of {cap:.0f} s in cell {index}") from None
+
+
+def run(
+    path: Path, write: bool, save_dir: Path | None = None, cap: float | None = None
+) -> tuple[float, float, str | None, int]:
     """Execute one notebook; return seconds, the core path's seconds, the first failure (or None),
-    and skipped-cell lines. With ``save_dir``, the executed notebook is also written there."""
+    and skipped-cell lines. With ``save_dir``, the executed notebook is also written there (with
+    each cell's timing record); with ``cap``, the run stops after that many seconds."""
     notebook = nbformat.read(path, as_version=4)
     sync_setup_cell(notebook)
+    if save_dir is not None:  # a saved run shows only what ran (a stopped one stops early)
+        for cell in notebook.cells:
+            if cell.cell_type == "code":
+                cell.outputs, cell.execution_count = [], None
     failure = None
     with tempfile.TemporaryDirectory(prefix="course-inductor-") as cache_dir:
         os.environ["TORCHINDUCTOR_CACHE_DIR"] = cache_dir
@@ -155,11 +185,13 @@ def run(path: Path, write: bool, save_dir: Path | None = None) -> tuple[float, f
         )
         start = time.perf_counter()
         try:
-            client.execute()
+            _execute(client, cap)
         except CellExecutionError as error:
             if write:
                 raise
             failure = _first_failure(notebook, error)
+        except CapReached as error:
+            failure = str(error)
         seconds = time.perf_counter() - start
     core_seconds = sum(
         _cell_seconds(cell)
@@ -167,6 +199,8 @@ def run(path: Path, write: bool, save_dir: Path | None = None) -> tuple[float, f
         if cell.cell_type == "code" and core
     )
     if write:
+        for cell in notebook.cells:
+            cell.get("metadata", {}).pop("execution", None)
         title = notebook.cells[0]
         if not RUN_TIME_LINE.search(title.source):
             raise SystemExit(f"{path.name}: the title cell has no '**Run time:**' line")
@@ -270,9 +304,10 @@ def main() -> int:
     parser.add_argument(
         "--save-dir", type=Path, help="with --lax: write each executed notebook (outputs included) here"
     )
+    parser.add_argument("--cap", type=float, help="with --lax: stop each notebook after this many seconds")
     args = parser.parse_args()
-    if (args.fallback or args.save_dir) and not args.lax:
-        parser.error("--fallback and --save-dir go with --lax")
+    if (args.fallback or args.save_dir or args.cap) and not args.lax:
+        parser.error("--fallback, --save-dir and --cap go with --lax")
     paths = sorted(NOTEBOOKS.glob("[0-9][0-9]_*.ipynb"))
     if args.prefixes:
         paths = [p for p in paths if p.name.startswith(tuple(args.prefixes))]
@@ -316,7 +351,7 @@ def _run_all(paths: list[Path], args: argparse.Namespace, scratch: Path) -> int:
                 return 3
         print(f"running {path.name} ...", flush=True)
         seconds, core_seconds, failure, skipped = run(
-            path, write=not (args.benchmark or args.lax), save_dir=args.save_dir
+            path, write=not (args.benchmark or args.lax), save_dir=args.save_dir, cap=args.cap
         )
         rows.append(
             {
