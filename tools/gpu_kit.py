@@ -165,6 +165,68 @@ def run(out: Path, prefixes: list[str], profile: str | None, budget: float) -> i
     return 1 if any(r["failure"] for r in rows) else 0
 
 
+#: Output lines that hold the GPU figures the README quotes: a line holding one of these (or the
+#: whole markdown table that starts with one).
+FIGURES = {
+    "01": ("first compiled call", "compiled runs at"),
+    "02": ("| variant | median ms",),
+    "06": ("| blocks | whole model",),
+    "09": ("| variant | recipe | tokens/s", "best recipe:"),
+}
+
+
+def figures(notebook: Path) -> list[str]:
+    """The figure lines of one executed notebook (see FIGURES), in the order they were printed."""
+    import nbformat
+
+    markers = FIGURES.get(notebook.name[:2], ())
+    found = []
+    for cell in nbformat.read(notebook, as_version=4).cells:
+        for output in cell.get("outputs", []):
+            table = output.get("data", {}).get("text/markdown", "")
+            if any(table.startswith(marker) for marker in markers):
+                found.append(table.strip())
+            text = "".join(output.get("text", ""))
+            found += [line.strip() for line in text.splitlines() if any(m in line for m in markers)]
+    return found
+
+
+def device_table(runs: list[Path]) -> str:
+    """Markdown: each run's machine, its notebooks' results and the figures they printed."""
+    parts = []
+    for folder in runs:
+        results = json.loads((folder / "results.json").read_text())
+        profile = (
+            f", device queries answering as a {results['profile'].upper()}" if results["profile"] else ""
+        )
+        parts += [f"**{folder.name}**: {results['machine']}, {results['cpus']} CPUs{profile}.", ""]
+        parts += ["| notebook | result | run time |", "|---|---|---|"]
+        for row in results["rows"]:
+            result = (row["failure"] or "passed").splitlines()[0][:110].replace("|", "\\|")
+            parts.append(f"| {row['notebook'][:2]} | {result} | {row['seconds']:.0f} s |")
+        with tempfile.TemporaryDirectory() as scratch:
+            archive = folder / "executed.tar.gz"
+            if archive.exists():
+                with tarfile.open(archive) as tar:
+                    tar.extractall(scratch, filter="data")
+            for notebook in sorted(Path(scratch).glob("executed/*.ipynb")):
+                lines = figures(notebook)
+                if lines:
+                    parts += ["", f"{notebook.name[:2]}, as printed:", "", "```", *lines, "```"]
+        parts.append("")
+    return "\n".join(parts).strip()
+
+
+def write_readme(runs: list[Path]) -> None:
+    """Put :func:`device_table` between the README's device-table markers."""
+    readme = ROOT / "README.md"
+    start, end = "<!-- device-table -->", "<!-- /device-table -->"
+    text = readme.read_text(encoding="utf-8")
+    head, rest = text.split(start, 1)
+    readme.write_text(f"{head}{start}\n{device_table(runs)}\n{end}{rest.split(end, 1)[1]}", encoding="utf-8")
+    print("README.md: device table written from " + ", ".join(str(r) for r in runs))
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
@@ -180,9 +242,14 @@ def main() -> int:
         "--profile", choices=["t4"], help="answer the course's device queries like this GPU"
     )
     run_args.add_argument("--budget", type=float, default=530, help="seconds for the whole run (default 530)")
+    readme_args = verbs.add_parser("readme", help="write the README's device table from run folders (here)")
+    readme_args.add_argument("runs", nargs="+", type=Path, help="folders holding results.json")
     args = parser.parse_args()
     if args.verb == "fetch":
         return fetch(args.dest)
+    if args.verb == "readme":
+        write_readme(args.runs)
+        return 0
     prefixes = args.prefixes or [p for part in PARTS for p in PARTS[part] if args.part in (part, "all")]
     return run(args.out, prefixes, args.profile, args.budget)
 
