@@ -202,7 +202,8 @@ def setup_notebook(device: str | torch.device | None = None, seed: int = 0) -> s
     tf32 = profile is None or GPU_PROFILES[profile][0] >= (8, 0)
     torch.set_float32_matmul_precision("high" if tf32 else "highest")
     _show_figures_inline()
-    skip_marked_cells(compile_support(name))
+    verdict = compile_support(name)
+    skip_marked_cells(verdict, verdict if name == "cpu" else compile_support("cpu"))
     return name
 
 

@@ -50,6 +50,9 @@ MPS_FLOOR_REASON = (
 
 #: A code cell whose first lines hold this comment runs only where Inductor can build kernels.
 REQUIRES_INDUCTOR_MARK = "# requires: inductor"
+#: ... and this one only where Inductor can build kernels for the CPU, whatever the notebook's device
+#: (a cell that compiles CPU tensors on a GPU machine needs a C++ compiler there too).
+REQUIRES_INDUCTOR_CPU_MARK = "# requires: inductor-cpu"
 
 #: Backends that generate code (and so need a C++ compiler or Triton).
 CODEGEN_BACKENDS = ("inductor",)
@@ -347,8 +350,10 @@ def _backend_name(backend: Any) -> str:
     return getattr(backend, "__name__", "custom")
 
 
-def skip_marked_cells(verdict: CompileSupport) -> bool:
-    """In a notebook, let cells marked ``# requires: inductor`` run only if ``verdict.ok``.
+def skip_marked_cells(verdict: CompileSupport, cpu_verdict: CompileSupport | None = None) -> bool:
+    """In a notebook, let cells marked ``# requires: inductor`` run only if ``verdict.ok``, and
+    cells marked ``# requires: inductor-cpu`` only if ``cpu_verdict.ok`` (the CPU's verdict;
+    ``verdict`` itself when not given, as on a CPU).
 
     Where the guard says no, a marked cell does not run: it prints one line naming what it
     skips (the text after the mark), why, and how to fix it.
@@ -359,10 +364,11 @@ def skip_marked_cells(verdict: CompileSupport) -> bool:
         >>> skip_marked_cells(CompileSupport(False, "No C++ compiler.", "cpu"))  # not in IPython
         False
     """
-    if not isinstance(verdict, CompileSupport):
-        raise TypeError(
-            f"verdict must be a CompileSupport from compile_support(); got {type(verdict).__name__}"
-        )
+    for name, value in (("verdict", verdict), ("cpu_verdict", cpu_verdict)):
+        if not isinstance(value, CompileSupport) and not (name == "cpu_verdict" and value is None):
+            raise TypeError(
+                f"{name} must be a CompileSupport from compile_support(); got {type(value).__name__}"
+            )
     try:
         from IPython import get_ipython
     except ImportError:
@@ -372,18 +378,23 @@ def skip_marked_cells(verdict: CompileSupport) -> bool:
         return False
     transformers = shell.input_transformers_post
     transformers[:] = [t for t in transformers if not getattr(t, "_course_skip", False)]
-    transformers.append(_marked_cell_skipper(verdict))
+    transformers.append(_marked_cell_skipper(verdict, cpu_verdict))
     return True
 
 
-def _marked_cell_skipper(verdict: CompileSupport) -> Any:
+def _marked_cell_skipper(verdict: CompileSupport, cpu_verdict: CompileSupport | None = None) -> Any:
     # Stateless: IPython may transform one cell more than once.
     def skip_if_marked(lines: list[str]) -> list[str]:
         marks = [line.strip() for line in lines[:3] if line.strip().startswith(REQUIRES_INDUCTOR_MARK)]
-        if not marks or verdict.ok:
+        if not marks:
             return lines
-        what = marks[0][len(REQUIRES_INDUCTOR_MARK) :].strip(" :-\u2014") or "this cell"
-        return [f"print({f'Skipped (needs Inductor): {what}. Why: {verdict.reason}'!r})\n"]
+        mark, judge = REQUIRES_INDUCTOR_MARK, verdict
+        if marks[0].startswith(REQUIRES_INDUCTOR_CPU_MARK):
+            mark, judge = REQUIRES_INDUCTOR_CPU_MARK, verdict if cpu_verdict is None else cpu_verdict
+        if judge.ok:
+            return lines
+        what = marks[0][len(mark) :].strip(" :-\u2014") or "this cell"
+        return [f"print({f'Skipped (needs Inductor): {what}. Why: {judge.reason}'!r})\n"]
 
     skip_if_marked._course_skip = True  # type: ignore[attr-defined]
     return skip_if_marked

@@ -121,7 +121,7 @@ def test_the_t4_profile_answers_like_a_t4(fake_cuda, high_precision, monkeypatch
     assert device.gpu_profile() == "t4" and device.cuda_capability() == (7, 5)
     assert not device.native_bfloat16("cuda") and not device.tf32_matmuls("cuda")
     assert env.hardware_name("cuda") == "GPU: NVIDIA H200 answering as a Tesla T4 (COURSE_GPU_PROFILE=t4)"
-    monkeypatch.setattr(env, "skip_marked_cells", lambda verdict: False)
+    monkeypatch.setattr(env, "skip_marked_cells", lambda verdict, cpu_verdict: False)
     env.setup_notebook("cuda")  # no TF32 on a T4: the real card must not use it either
     assert torch.get_float32_matmul_precision() == "highest"
     monkeypatch.setattr(guard.importlib.util, "find_spec", lambda name: object())  # Triton "installed"

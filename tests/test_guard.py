@@ -274,9 +274,26 @@ def test_marked_cells_are_skipped_with_the_reason():
     ]
 
 
+def test_cpu_marked_cells_follow_the_cpus_verdict():
+    # A GPU machine without a C++ compiler: Triton works, the cells that compile CPU tensors skip.
+    gpu = guard.CompileSupport(True, "Triton kernels.", "cuda")
+    no_cpu = guard.CompileSupport(False, "No C++ compiler: install g++.", "cpu")
+    cell = ["# requires: inductor-cpu: the planted bugs, compiled on the CPU\n", "x = 1\n"]
+    gpu_cell = ["# requires: inductor: the GPU model\n", "x = 1\n"]
+    assert guard._marked_cell_skipper(gpu, no_cpu)(gpu_cell) == gpu_cell
+    assert guard._marked_cell_skipper(gpu, no_cpu)(cell) == [
+        "print('Skipped (needs Inductor): the planted bugs, compiled on the CPU. "
+        "Why: No C++ compiler: install g++.')\n"
+    ]
+    assert guard._marked_cell_skipper(no_cpu)(cell)[0].startswith("print('Skipped")  # on a CPU: one verdict
+    assert guard._marked_cell_skipper(gpu, gpu)(cell) == cell
+
+
 def test_skip_marked_cells_wants_a_verdict():
     with pytest.raises(TypeError, match="verdict must be a CompileSupport"):
         guard.skip_marked_cells(True)
+    with pytest.raises(TypeError, match="cpu_verdict must be a CompileSupport"):
+        guard.skip_marked_cells(guard.CompileSupport(True, "fine.", "cpu"), "cpu")
 
 
 def test_maybe_compile_falls_back_with_one_warning(linux_with_compiler, monkeypatch):
