@@ -5,6 +5,7 @@ Nothing here calls a CUDA or MPS API that raises where the device is missing.
 
 from __future__ import annotations
 
+import math
 import os
 
 import torch
@@ -68,8 +69,8 @@ def synchronize(device: str | torch.device | None = "cpu") -> None:
 #: branch written for it runs on the GPU at hand. It changes what the course asks, not the GPU:
 #: Inductor's own capability checks, speed and memory stay those of the real card.
 GPU_PROFILE_ENV_VAR = "COURSE_GPU_PROFILE"
-#: name: (compute capability, native bfloat16, display name)
-GPU_PROFILES = {"t4": ((7, 5), False, "Tesla T4")}
+#: name: (compute capability, display name); bfloat16 and TF32 follow from the capability
+GPU_PROFILES = {"t4": ((7, 5), "Tesla T4")}
 
 
 def gpu_profile() -> str | None:
@@ -156,8 +157,6 @@ def float32_tolerance(device: str | torch.device | None, full_precision: float) 
         >>> float32_tolerance("cpu", 1e-4)
         {'rtol': 0.0001, 'atol': 0.0001}
     """
-    import math
-
     if not isinstance(full_precision, float) or not 0 < full_precision < 1:
         raise ValueError(f"full_precision must be a float in (0, 1), such as 1e-4; got {full_precision!r}")
     name = normalize_device(device)

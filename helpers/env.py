@@ -53,7 +53,7 @@ def hardware_name(device: str | torch.device | None = None) -> str:
     if name == "cuda" and torch.cuda.is_available():
         profile = gpu_profile()
         answering = (
-            f" answering as a {GPU_PROFILES[profile][2]} ({GPU_PROFILE_ENV_VAR}={profile})" if profile else ""
+            f" answering as a {GPU_PROFILES[profile][1]} ({GPU_PROFILE_ENV_VAR}={profile})" if profile else ""
         )
         return f"GPU: {torch.cuda.get_device_name()}{answering}"
     if name == "mps":

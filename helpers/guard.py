@@ -239,7 +239,7 @@ def _device_problem(device: str, version: Version, windows: bool, backend: str) 
                 f"Inductor writes Triton kernels for NVIDIA GPUs and Triton is not installed "
                 f"(pip install {package})."
             )
-        major, minor = cuda_capability() or torch.cuda.get_device_capability()
+        major, minor = cuda_capability()  # the GPU profile's, where one is set
         if needs_codegen and (major, minor) < (7, 0):
             name = torch.cuda.get_device_name()
             return f"Triton needs a GPU of compute capability 7.0 or newer; {name} is {major}.{minor}."
@@ -364,8 +364,9 @@ def skip_marked_cells(verdict: CompileSupport, cpu_verdict: CompileSupport | Non
         >>> skip_marked_cells(CompileSupport(False, "No C++ compiler.", "cpu"))  # not in IPython
         False
     """
+    cpu_verdict = verdict if cpu_verdict is None else cpu_verdict
     for name, value in (("verdict", verdict), ("cpu_verdict", cpu_verdict)):
-        if not isinstance(value, CompileSupport) and not (name == "cpu_verdict" and value is None):
+        if not isinstance(value, CompileSupport):
             raise TypeError(
                 f"{name} must be a CompileSupport from compile_support(); got {type(value).__name__}"
             )
