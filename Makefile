@@ -4,7 +4,7 @@ VENV ?= .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: FORCE lab test unit test-portable test-colab test-fallback test-device test-compat notebooks benchmark lint install clean
+.PHONY: FORCE lab test unit test-portable test-colab test-fallback test-device test-compat test-rerun notebooks benchmark lint install clean
 
 install: $(STAMP)
 
@@ -15,19 +15,26 @@ SUPPORTED := import sys; sys.exit(0 if sys.version_info >= (3, 11) else "the cou
 VENV_PYTHON_OK := $(shell $(BIN)/python -c '$(SUPPORTED)' 2>/dev/null && echo yes)
 
 # On Linux, plain pip pulls torch's CUDA build (several GB) even on a machine without a GPU. The
-# committed outputs come from the CPU build: `make TORCH_INDEX=cpu install` (or lab, test) takes it
-# from PyTorch's CPU wheel index (about 200 MB). Any other value is used as the index URL itself.
-TORCH_INDEX ?=
-TORCH_INDEX_URL := $(if $(filter cpu,$(TORCH_INDEX)),https://download.pytorch.org/whl/cpu,$(TORCH_INDEX))
+# committed outputs come from the CPU build, from PyTorch's CPU wheel index (about 200 MB). On Linux
+# with no NVIDIA driver (no /proc/driver/nvidia, no nvidia-smi) that is the default; the install
+# prints how it decided. `make TORCH_INDEX=cpu ...` forces it, `make TORCH_INDEX= ...` (empty) takes
+# pip's default build, and any other value is used as the index URL itself.
 ON_LINUX := $(filter Linux,$(shell uname -s 2>/dev/null))
+NVIDIA_DRIVER := $(shell test -e /proc/driver/nvidia/version || command -v nvidia-smi >/dev/null 2>&1 && echo yes)
+ifeq ($(origin TORCH_INDEX),undefined)
+TORCH_INDEX := $(if $(ON_LINUX),$(if $(NVIDIA_DRIVER),,cpu),)
+TORCH_INDEX_WHY := $(if $(ON_LINUX),$(if $(NVIDIA_DRIVER),an NVIDIA driver is here: pip's default (CUDA) build,no NVIDIA driver here (no /proc/driver/nvidia, no nvidia-smi): the CPU build),not Linux: pip's default build)
+else
+TORCH_INDEX_WHY := TORCH_INDEX=$(TORCH_INDEX) was given
+endif
+TORCH_INDEX_URL := $(if $(filter cpu,$(TORCH_INDEX)),https://download.pytorch.org/whl/cpu,$(TORCH_INDEX))
 
 $(STAMP): requirements.txt constraints.txt pyproject.toml $(if $(VENV_PYTHON_OK),,FORCE)
 	$(BIN)/python -c '$(SUPPORTED)' 2>/dev/null || rm -rf $(VENV)
 	test -x $(BIN)/python || { $(PYTHON) -c '$(SUPPORTED)' && $(PYTHON) -m venv $(VENV); }
+	@echo "torch: $(TORCH_INDEX_WHY)$(if $(TORCH_INDEX_URL), from $(TORCH_INDEX_URL))"
 ifneq ($(TORCH_INDEX_URL),)
 	$(BIN)/python -m pip install torch -c constraints.txt --index-url $(TORCH_INDEX_URL)
-else ifneq ($(ON_LINUX),)
-	@$(BIN)/python -c 'import torch' 2>/dev/null || echo "No GPU to use? make TORCH_INDEX=cpu install takes the CPU build of torch (no CUDA wheels)."
 endif
 	$(BIN)/python -m pip install -r requirements.txt -c constraints.txt
 	# Build matplotlib's font cache now, so its one-time notice never lands in a notebook's stderr.
@@ -79,6 +86,12 @@ test-device: $(STAMP)
 # Every notebook lax on the oldest and newest torch/transformers the course accepts (cached envs).
 test-compat: $(STAMP)
 	$(BIN)/python tools/compat.py --readme
+
+# Every notebook lax, Run All twice in one kernel, the second time each code cell twice in a row
+# (tools/rerun.py): what a learner who never restarts the kernel meets. Run it before committing
+# outputs; it stays out of CI (it takes about three times `make notebooks`).
+test-rerun: $(STAMP)
+	$(BIN)/python tools/run_notebooks.py --rerun
 
 # Re-execute every notebook in place, top to bottom, each with a cold Inductor cache.
 notebooks: $(STAMP)

@@ -5,6 +5,7 @@
     python tools/run_notebooks.py 03 05        # only the notebooks whose names start so
     python tools/run_notebooks.py --lax --fallback disabled     # COURSE_DISABLE_COMPILE=1
     python tools/run_notebooks.py --lax --fallback no-compiler  # no C++ compiler reachable
+    python tools/run_notebooks.py --rerun      # Run All twice in one kernel (tools/rerun.py)
 
 Every notebook gets its own empty TORCHINDUCTOR_CACHE_DIR, so its run time is what a learner
 with a cold cache sees, and no notebook leans on what another one compiled. The kernel is this
@@ -35,9 +36,9 @@ from nbclient import NotebookClient
 from nbclient.exceptions import CellExecutionError, CellTimeoutError
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-from tools import workshop_plan  # noqa: E402
+from tools import rerun, workshop_plan  # noqa: E402
 from tools.setup_cell import SETUP_METADATA, SETUP_TAG, setup_cell_source  # noqa: E402
-from tools.workshop_plan import core_path_flags  # noqa: E402
+from tools.workshop_plan import core_path_flags, solution_flags  # noqa: E402
 
 ROOT = Path(__file__).resolve().parent.parent
 NOTEBOOKS = ROOT / "notebooks"
@@ -162,13 +163,21 @@ def _execute(client: NotebookClient, cap: float | None) -> None:
 
 
 def run(
-    path: Path, write: bool, save_dir: Path | None = None, cap: float | None = None
+    path: Path,
+    write: bool,
+    save_dir: Path | None = None,
+    cap: float | None = None,
+    twice: bool = False,
 ) -> tuple[float, float, str | None, int]:
     """Execute one notebook; return seconds, the core path's seconds, the first failure (or None),
     and skipped-cell lines. With ``save_dir``, the executed notebook is also written there (with
-    each cell's timing record); with ``cap``, the run stops after that many seconds."""
+    each cell's timing record); with ``cap``, the run stops after that many seconds; with ``twice``,
+    it runs as ``tools/rerun.py`` says, and a cell whose counts differ on its re-run is a failure."""
     notebook = nbformat.read(path, as_version=4)
     sync_setup_cell(notebook)
+    origin = None
+    if twice:
+        notebook, origin = rerun.doubled(notebook)
     if save_dir is not None:  # a saved run shows only what ran (a stopped one stops early)
         for cell in notebook.cells:
             if cell.cell_type == "code":
@@ -182,6 +191,7 @@ def run(
             kernel_name="python3",
             resources={"metadata": {"path": str(path.parent)}},
             record_timing=True,  # per cell, for the core path's run time; removed before writing
+            allow_errors=twice,  # a re-run reports every cell that fails, not only the first
         )
         start = time.perf_counter()
         try:
@@ -189,10 +199,15 @@ def run(
         except CellExecutionError as error:
             if write:
                 raise
-            failure = _first_failure(notebook, error)
+            failure = _first_failure(notebook, error, origin)
         except CapReached as error:
             failure = str(error)
         seconds = time.perf_counter() - start
+    if twice and failure is None:
+        failed = rerun.failed_cells(notebook, origin)
+        differing = rerun.differing_counts(notebook, origin)
+        if failed or differing:
+            failure = "; ".join(failed + [f"a re-run printed other counts: {line}" for line in differing])
     core_seconds = sum(
         _cell_seconds(cell)
         for cell, core in zip(notebook.cells, core_path_flags(notebook.cells), strict=True)
@@ -201,6 +216,7 @@ def run(
     if write:
         for cell in notebook.cells:
             cell.get("metadata", {}).pop("execution", None)
+        hide_solution_outputs(notebook)
         title = notebook.cells[0]
         if not RUN_TIME_LINE.search(title.source):
             raise SystemExit(f"{path.name}: the title cell has no '**Run time:**' line")
@@ -217,11 +233,29 @@ def run(
     return seconds, core_seconds, failure, skipped
 
 
-def _first_failure(notebook: nbformat.NotebookNode, error: CellExecutionError) -> str:
+#: nbval's tag for a cell it runs without comparing its output.
+IGNORE_OUTPUT_TAG = "nbval-ignore-output"
+
+
+def hide_solution_outputs(notebook: nbformat.NotebookNode) -> None:
+    """Solution cells are committed without outputs (they would give the answers away); nbval
+    still runs them, comparing nothing."""
+    for cell, in_solutions in zip(notebook.cells, solution_flags(notebook.cells), strict=True):
+        if in_solutions and cell.cell_type == "code":
+            cell.outputs = []
+            tags = cell.metadata.setdefault("tags", [])
+            if IGNORE_OUTPUT_TAG not in tags:
+                tags.append(IGNORE_OUTPUT_TAG)
+
+
+def _first_failure(
+    notebook: nbformat.NotebookNode, error: CellExecutionError, origin: list | None = None
+) -> str:
     for index, cell in enumerate(notebook.cells):
         for out in cell.get("outputs", []):
             if out.get("output_type") == "error":
-                return f"cell {index}: {out.get('ename')}: {out.get('evalue', '')[:160]}"
+                name = rerun.where(origin, index) if origin else f"cell {index}"
+                return f"{name}: {out.get('ename')}: {out.get('evalue', '')[:160]}"
     return str(error).strip().splitlines()[-1][:200]
 
 
@@ -305,7 +339,11 @@ def main() -> int:
         "--save-dir", type=Path, help="with --lax: write each executed notebook (outputs included) here"
     )
     parser.add_argument("--cap", type=float, help="with --lax: stop each notebook after this many seconds")
+    parser.add_argument(
+        "--rerun", action="store_true", help="Run All twice in one kernel, lax (see tools/rerun.py)"
+    )
     args = parser.parse_args()
+    args.lax = args.lax or args.rerun
     if (args.fallback or args.save_dir or args.cap) and not args.lax:
         parser.error("--fallback, --save-dir and --cap go with --lax")
     paths = sorted(NOTEBOOKS.glob("[0-9][0-9]_*.ipynb"))
@@ -335,6 +373,8 @@ def _run_all(paths: list[Path], args: argparse.Namespace, scratch: Path) -> int:
     import transformers
 
     label = f"torch {torch.__version__}, transformers {transformers.__version__}"
+    if args.rerun:
+        label += ", Run All twice"
     if args.fallback:
         label += f", fallback: {args.fallback}"
     print(f"{'lax run' if args.lax else 'run'} with {label}", flush=True)
@@ -351,7 +391,11 @@ def _run_all(paths: list[Path], args: argparse.Namespace, scratch: Path) -> int:
                 return 3
         print(f"running {path.name} ...", flush=True)
         seconds, core_seconds, failure, skipped = run(
-            path, write=not (args.benchmark or args.lax), save_dir=args.save_dir, cap=args.cap
+            path,
+            write=not (args.benchmark or args.lax),
+            save_dir=args.save_dir,
+            cap=args.cap,
+            twice=args.rerun,
         )
         rows.append(
             {
