@@ -104,7 +104,7 @@ def test_kernel_counts_right_and_wrong(counts, right):
     if right:
         assert check_kernel_counts(_with_layer_norm, counts) == "Exercise 2: correct."
     else:
-        with pytest.raises(AssertionError, match="Exercise 2: expected"):
+        with pytest.raises(AssertionError, match="Exercise 2: .* is not it"):
             check_kernel_counts(_with_layer_norm, counts)
 
 
@@ -163,7 +163,7 @@ def test_aten_ops_right_answer_and_placeholder():
     ],
 )
 def test_aten_ops_rejects_wrong_readings(wrong):
-    with pytest.raises(AssertionError, match="Exercise 3: expected"):
+    with pytest.raises(AssertionError, match="Exercise 3: .* is not it"):
         check_aten_ops(_softmax_tail, wrong)
 
 

@@ -25,7 +25,7 @@ def test_exercise_1_right_and_unanswered():
 
 @pytest.mark.parametrize("wrong", [6, 1, 3], ids=["one per block", "one for the stack", "one per Mixer"])
 def test_exercise_1_rejects_wrong_counts(wrong):
-    with pytest.raises(AssertionError, match=rf"Exercise 1: expected 2, got {wrong}"):
+    with pytest.raises(AssertionError, match=rf"Exercise 1: {wrong} is too (high|low)\."):
         check_regional_frames(wrong)
 
 
@@ -79,9 +79,9 @@ def test_exercise_2_right_and_unanswered():
 def test_exercise_2_rejects_the_unchanged_block_and_a_python_float():
     from helpers.exercises.nb06 import DepthScaledBlock
 
-    with pytest.raises(AssertionError, match=r"Exercise 2: expected 1, got 6"):
+    with pytest.raises(AssertionError, match=r"Exercise 2: 6 is too high"):
         check_fixed_block(DepthScaledBlock)
-    with pytest.raises(AssertionError, match=r"Exercise 2: expected 1, got [2-6]"):
+    with pytest.raises(AssertionError, match=r"Exercise 2: [2-6] is too high"):
         check_fixed_block(FloatBlock)
 
 
@@ -151,7 +151,7 @@ def test_exercise_3_rejects_a_graph_without_six_calls_of_one_region(wrong):
 
 
 def test_exercise_3_rejects_a_region_smaller_than_the_block():
-    with pytest.raises(AssertionError, match=r"'operations outside the region': [1-9].*relu"):
+    with pytest.raises(AssertionError, match=r"'operations outside the region'.*you gave [1-9].*relu"):
         check_mark_region(mark_only_the_linear)
 
 

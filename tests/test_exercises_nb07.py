@@ -82,7 +82,7 @@ def test_exercise_2_saved_tensors():
     ],
 )
 def test_exercise_2_rejects_wrong_counts(wrong):
-    with pytest.raises(AssertionError, match="Exercise 2: expected 2"):
+    with pytest.raises(AssertionError, match=r"Exercise 2: \d+ is too (high|low)"):
         nb07.check_saved_tensors(_chain, wrong)
 
 
@@ -107,12 +107,12 @@ def test_exercise_3_scheduled_optimizer():
     ("wrong", "match"),
     [
         # A float recompiles once the scheduler changes it (the guard lr == 0.001 fails).
-        (lambda params: torch.optim.AdamW(params, lr=1e-3), "'lr is a tensor': False"),
+        (lambda params: torch.optim.AdamW(params, lr=1e-3), "wrong for .*'lr is a tensor'"),
         # Finding 31: 0.0 stays 0.0 under LambdaLR, so the guard holds and nothing recompiles.
-        (lambda params: torch.optim.AdamW(params, lr=0.0), "'starts at START_LR': False"),
+        (lambda params: torch.optim.AdamW(params, lr=0.0), "wrong for 'starts at START_LR'"),
         # Finding 31: a tensor, but the wrong start value.
-        (lambda params: torch.optim.AdamW(params, lr=torch.tensor(5.0)), "'starts at START_LR': False"),
-        (lambda params: torch.optim.AdamW(params, lr=torch.tensor(0.0)), "'starts at START_LR': False"),
+        (lambda params: torch.optim.AdamW(params, lr=torch.tensor(5.0)), "wrong for 'starts at START_LR'"),
+        (lambda params: torch.optim.AdamW(params, lr=torch.tensor(0.0)), "wrong for 'starts at START_LR'"),
     ],
 )
 def test_exercise_3_rejects(wrong, match):

@@ -145,7 +145,7 @@ def test_exercise_2_against_explain(tiny):
         assert check_stop_in_step(None, reasons) == "Exercise 2: not answered yet."
         assert check_stop_in_step(1, reasons) == "Exercise 2: correct."
         for wrong in (0, 2):  # explain's graph_break_count; "one break per branch"
-            with pytest.raises(AssertionError, match="Exercise 2: expected 1"):
+            with pytest.raises(AssertionError, match=r"Exercise 2: [02] is too (high|low)"):
                 check_stop_in_step(wrong, reasons)
     # The placeholder step and a torch.where step have no break: rejected whatever the prediction.
     for step in (decode_step, step_with_where):

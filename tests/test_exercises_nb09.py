@@ -30,7 +30,7 @@ def test_exercise_1():
         == "Exercise 1: correct."
     )
     # "the pattern matches whatever the activations": one call per int8 layer of the tiny model (9)
-    with pytest.raises(AssertionError, match="Exercise 1: expected 0, got 9"):
+    with pytest.raises(AssertionError, match="Exercise 1: 9 is too high"):
         check_float32_activations(9, UNFUSED, activation_dtype=torch.float32, n_int8_layers=9)
     # the model was not changed: its activations are still bfloat16
     with pytest.raises(AssertionError, match="not float32"):
@@ -58,7 +58,7 @@ def test_exercise_2():
     assert check_mlp_only(None, None, int8_layers=ALL, n_layer=2).endswith("not answered yet.")
     assert check_mlp_only(4, fused(4), int8_layers=MLP, n_layer=2) == "Exercise 2: correct."
     for wrong in (2, 9, 5):  # one per block; every layer; 4 per block plus the head minus attention
-        with pytest.raises(AssertionError, match="Exercise 2: expected 4"):
+        with pytest.raises(AssertionError, match=r"Exercise 2: [259] is too (high|low)"):
             check_mlp_only(wrong, fused(4), int8_layers=MLP, n_layer=2)
     # the whole model quantized (the placeholder)
     with pytest.raises(AssertionError, match="9 int8 layers"):

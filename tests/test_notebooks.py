@@ -8,8 +8,9 @@ from pathlib import Path
 import nbformat
 import pytest
 
-from tools.run_notebooks import RUN_TIME_TEXT
-from tools.setup_cell import SETUP_METADATA, SETUP_TAG, colab_url, setup_cell_source
+from tools.run_notebooks import IGNORE_OUTPUT_TAG, RUN_TIME_TEXT
+from tools.setup_cell import SETUP_METADATA, SETUP_TAG, colab_url, repository_url, setup_cell_source
+from tools.workshop_plan import solution_flags
 
 NOTEBOOK_DIR = Path(__file__).resolve().parent.parent / "notebooks"
 NOTEBOOKS = sorted(NOTEBOOK_DIR.glob("*.ipynb"))
@@ -301,3 +302,24 @@ def test_core_words_leave_out_the_title_deep_dives_solutions_and_folds():
     assert core_words(cells) == 5 + 1 + 11
     assert deep_dives(cells) == ["caches, cold"]
     assert exercise_count(cells) == 2
+
+
+def test_the_readme_start_box_clones_the_repository_of_pyproject():
+    readme = (NOTEBOOK_DIR.parent / "README.md").read_text(encoding="utf-8")
+    start_box = readme.split("## Start", 1)[1].split("```bash", 1)[1].split("```", 1)[0].strip()
+    assert start_box.startswith(f"git clone {repository_url()}.git && cd "), start_box.splitlines()[0]
+
+
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.name)
+def test_solution_cells_commit_no_output_that_gives_the_answer_away(path):
+
+    cells = _read(path).cells
+    solutions = [
+        c for c, flag in zip(cells, solution_flags(cells), strict=True) if flag and c.cell_type == "code"
+    ]
+    assert solutions, "the notebook has no solution cells under its '## Solutions' heading"
+    for cell in solutions:
+        assert not cell.outputs, "make notebooks commits solution cells without outputs"
+        assert IGNORE_OUTPUT_TAG in cell.metadata.get("tags", []), (
+            "nbval must not compare a solution's output"
+        )

@@ -30,12 +30,12 @@ READING_WORDS_PER_MINUTE = 200
 EXERCISE_MINUTES = 6
 SLOT_MINUTES = 90
 #: Four slots in the course's order (guarded compile, modes, graph breaks; recompilation,
-#: caching, regions; training and decoding; debugging and shipping).
+#: caching, regions; training and decoding; debugging, shipping and custom operators).
 SLOTS = {
     "1 · compiling and graphs": ("01", "02", "03"),
     "2 · shapes, caches, regions": ("04", "05", "06"),
     "3 · training and decoding": ("07", "08", "09"),
-    "4 · debugging and shipping": ("10", "11"),
+    "4 · debugging, shipping, custom ops": ("10", "11", "12"),
 }
 
 _HEADING = re.compile(r"^(#+)\s+(.*)")
@@ -64,6 +64,22 @@ def core_path_flags(cells: list) -> list[bool]:
                 if _SKIPPED_SECTION.search(title):
                     skip_level = level
         flags.append(skip_level is None)
+    return flags
+
+
+def solution_flags(cells: list) -> list[bool]:
+    """For each cell, whether it is in a Solutions section (its outputs would give answers away)."""
+    flags, level_in = [], None
+    for cell in cells:
+        if cell.cell_type == "markdown":
+            heading = _HEADING.match(cell.source.strip())
+            if heading:
+                level = len(heading.group(1))
+                if level_in is not None and level <= level_in:
+                    level_in = None
+                if heading.group(2).strip().lower().startswith("solutions"):
+                    level_in = level
+        flags.append(level_in is not None)
     return flags
 
 

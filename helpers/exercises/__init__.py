@@ -13,8 +13,10 @@ def check_answer(
 
     ``answer`` is not answered yet while it is ``unanswered`` (``None`` by default), or a
     mapping whose values all are (the answers of a function tried on several cases). A wrong
-    answer raises ``AssertionError`` with what was expected, what was given, and the hint, so
-    a checked cell fails loudly; a right one returns ``"Exercise N: correct."``.
+    answer raises ``AssertionError`` with what was given, what is wrong about it (too high or too
+    low for a number; which cases for a mapping) and the hint, never the expected value, so a
+    checked cell fails loudly without giving the answer away; a right one returns
+    ``"Exercise N: correct."``.
 
     Example:
         >>> check_answer(1, None, 3, hint="count the breaks")
@@ -24,7 +26,11 @@ def check_answer(
         >>> check_answer(1, 2, 3, hint="count the breaks")
         Traceback (most recent call last):
         ...
-        AssertionError: Exercise 1: expected 3, got 2. Hint: count the breaks.
+        AssertionError: Exercise 1: 2 is too low. Hint: count the breaks.
+        >>> check_answer(2, {"a": 1, "b": 2}, {"a": 1, "b": 3}, hint="try each case")
+        Traceback (most recent call last):
+        ...
+        AssertionError: Exercise 2: wrong for 'b' (you gave 2). Hint: try each case.
     """
     if not isinstance(exercise, (int, str)) or isinstance(exercise, bool):
         raise TypeError(f"exercise must be the exercise's number or name; got {type(exercise).__name__}")
@@ -37,10 +43,22 @@ def check_answer(
     if not_given:
         return f"{label}: not answered yet."
     if answer != expected:
-        if isinstance(answer, Mapping) and isinstance(expected, Mapping):
-            wrong = {key: answer.get(key) for key in expected if answer.get(key) != expected[key]}
-            extra = sorted(map(str, set(answer) - set(expected)))
-            what = f"wrong for {wrong}" if wrong else f"unexpected keys {extra}"
-            raise AssertionError(f"{label}: {what}. Hint: {hint.rstrip('.')}.")
-        raise AssertionError(f"{label}: expected {expected!r}, got {answer!r}. Hint: {hint.rstrip('.')}.")
+        raise AssertionError(f"{label}: {_what_is_wrong(answer, expected)}. Hint: {hint.rstrip('.')}.")
     return f"{label}: correct."
+
+
+def _is_number(value: Any) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool)
+
+
+def _what_is_wrong(answer: Any, expected: Any) -> str:
+    """What is wrong with ``answer``, in words that do not reveal ``expected``."""
+    if isinstance(answer, Mapping) and isinstance(expected, Mapping):
+        wrong = [key for key in expected if answer.get(key) != expected[key]]
+        if not wrong:
+            return f"unexpected keys {sorted(map(str, set(answer) - set(expected)))}"
+        given = ", ".join(f"{answer.get(key)!r}" for key in wrong)
+        return f"wrong for {', '.join(map(repr, wrong))} (you gave {given})"
+    if _is_number(answer) and _is_number(expected):
+        return f"{answer!r} is too {'high' if answer > expected else 'low'}"
+    return f"{answer!r} is not it"

@@ -1,0 +1,174 @@
+"""Notebook 12's self-checks accept the right answers and reject realistic wrong ones.
+
+Each wrong answer is an operator a learner could write; custom_op replaces an operator of the same
+name, so every test defines its own under one name per exercise.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import torch
+
+from helpers.exercises.nb12 import check_lookup_into_op, check_pairwise_op, lookup_into, pairwise_mean
+
+
+@pytest.fixture(autouse=True)
+def _fresh_dynamo():
+    torch._dynamo.reset()
+    yield
+    torch._dynamo.reset()
+
+
+# Exercise 1: pairwise_mean as a custom operator with a fake kernel.
+
+
+def _pairwise_op(fake=None):
+    @torch.library.custom_op("course_test::pairwise_mean", mutates_args=())
+    def op(x: torch.Tensor) -> torch.Tensor:
+        return pairwise_mean(x)
+
+    if fake is not None:
+        op.register_fake(fake)
+    return op
+
+
+def _right_fake(x):
+    return x.new_empty(*x.shape[:-1], x.shape[-1] // 2)
+
+
+def test_pairwise_not_answered_and_right():
+    assert check_pairwise_op(None) == "Exercise 1: not answered yet."
+    assert check_pairwise_op(_pairwise_op(_right_fake)).startswith("Exercise 1: correct")
+    also_right = lambda x: torch.empty(x.shape[:-1] + (x.shape[-1] // 2,), dtype=x.dtype)  # noqa: E731
+    assert check_pairwise_op(_pairwise_op(also_right)).startswith("Exercise 1: correct")
+
+
+def _returns_input_shape(x):
+    return torch.empty_like(x)  # the fake of section 2, copied: the output is half as long
+
+
+def _fixed_float32(x):
+    return x.new_empty(*x.shape[:-1], x.shape[-1] // 2, dtype=torch.float32)
+
+
+def _two_dimensions_only(x):
+    return x.new_empty(x.shape[0], x.shape[1] // 2)  # right for (4, 16) only
+
+
+def _calls_numpy(x):
+    return pairwise_mean(x)  # a fake kernel that runs the real code: fake tensors hold no data
+
+
+def _first_dimension_halved(x):
+    return x.new_empty(x.shape[0] // 2, *x.shape[1:])
+
+
+@pytest.mark.parametrize(
+    ("fake", "match"),
+    [
+        (None, "has no fake kernel"),
+        (_returns_input_shape, "wrong shape"),
+        (_fixed_float32, "wrong dtype"),
+        (_two_dimensions_only, "fake kernel raised|wrong shape"),
+        (_calls_numpy, "fake kernel raised"),
+        (_first_dimension_halved, "wrong shape"),
+    ],
+    ids=["no-fake", "empty-like", "always-float32", "2d-only", "calls-numpy", "halves-dim-0"],
+)
+def test_pairwise_wrong_fake(fake, match):
+    with pytest.raises(AssertionError, match=match) as raised:
+        check_pairwise_op(_pairwise_op(fake))
+    assert "(2, 3, 4)" not in str(raised.value) and "torch.Size" not in str(raised.value)
+
+
+def test_pairwise_not_a_custom_op():
+    with pytest.raises(AssertionError, match="not a custom operator"):
+        check_pairwise_op(torch.compiler.disable(pairwise_mean))
+    with pytest.raises(AssertionError, match="not a custom operator"):
+        check_pairwise_op(pairwise_mean)
+
+
+def test_pairwise_body_computes_something_else():
+    @torch.library.custom_op("course_test::pairwise_mean", mutates_args=())
+    def op(x: torch.Tensor) -> torch.Tensor:
+        return x[..., ::2].clone()  # one of each pair, not their mean
+
+    op.register_fake(_right_fake)
+    with pytest.raises(AssertionError, match="something else"):
+        check_pairwise_op(op)
+
+
+# Exercise 2: lookup_into (writes into out) declared truthfully.
+
+
+def _lookup_into_op(mutates_args, fake=True):
+    @torch.library.custom_op("course_test::lookup_into", mutates_args=mutates_args)
+    def op(out: torch.Tensor, x: torch.Tensor) -> None:
+        lookup_into(out, x)
+
+    if fake:
+        op.register_fake(lambda out, x: None)
+    return op
+
+
+def test_lookup_into_not_answered_and_right():
+    assert check_lookup_into_op(None) == "Exercise 2: not answered yet."
+    assert check_lookup_into_op(_lookup_into_op(("out",))).startswith("Exercise 2: correct")
+    # An operator that returns nothing gets a generated fake kernel: none needed (torch 2.8 to 2.15).
+    assert check_lookup_into_op(_lookup_into_op(("out",), fake=False)).startswith("Exercise 2: correct")
+
+
+@pytest.mark.parametrize(
+    ("mutates_args", "fake", "match"),
+    [
+        ((), True, "does not list"),  # the lie: declares nothing written
+        (("x",), True, "only reads"),  # the wrong argument
+        ("unknown", True, "only reads"),  # pessimistic: every argument written
+        (("out", "x"), True, "only reads"),
+    ],
+    ids=["declares-nothing", "declares-x", "unknown", "declares-both"],
+)
+def test_lookup_into_wrong_declaration(mutates_args, fake, match):
+    with pytest.raises(AssertionError, match=match) as raised:
+        check_lookup_into_op(_lookup_into_op(mutates_args, fake))
+    assert "mutates_args=('out'" not in str(raised.value)
+
+
+def test_lookup_into_returns_its_input():
+    @torch.library.custom_op("course_test::lookup_into", mutates_args=("out",))
+    def op(out: torch.Tensor, x: torch.Tensor) -> torch.Tensor:
+        lookup_into(out, x)
+        return out  # an alias of an input: custom_op forbids it
+
+    op.register_fake(lambda out, x: out)
+    with pytest.raises(AssertionError, match="may not return one of its inputs|raised"):
+        check_lookup_into_op(op)
+
+
+def test_lookup_into_returns_a_copy():
+    @torch.library.custom_op("course_test::lookup_into", mutates_args=("out",))
+    def op(out: torch.Tensor, x: torch.Tensor) -> torch.Tensor:
+        lookup_into(out, x)
+        return out.clone()
+
+    op.register_fake(lambda out, x: torch.empty_like(out))
+    with pytest.raises(AssertionError, match="does not do what lookup_into does"):
+        check_lookup_into_op(op)
+
+
+def test_lookup_into_other_arguments():
+    @torch.library.custom_op("course_test::lookup_into", mutates_args=("buffer",))
+    def op(buffer: torch.Tensor, values: torch.Tensor) -> None:
+        lookup_into(buffer, values)
+
+    op.register_fake(lambda buffer, values: None)
+    with pytest.raises(AssertionError, match=r"keep lookup_into's arguments"):
+        check_lookup_into_op(op)
+
+
+def test_library_functions():
+    assert pairwise_mean(torch.arange(8.0).reshape(2, 4)).tolist() == [[0.5, 2.5], [4.5, 6.5]]
+    out = torch.empty(2)
+    lookup_into(out, torch.tensor([0.0, 3.0]))
+    assert np.allclose(out.numpy(), [0.0, np.tanh(3.0)], atol=1e-6)
