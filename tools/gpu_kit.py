@@ -43,7 +43,7 @@ PLATFORM_ARGS = (
       for arg in ("--platform", tag)),
 )  # fmt: skip
 #: Part 1: the notebooks a reading of their GPU branches predicted to fail or to be at risk.
-PARTS = {"1": ("01", "04", "08", "09", "07", "02"), "2": ("03", "05", "06", "10", "11")}
+PARTS = {"1": ("01", "04", "08", "09", "07", "02"), "2": ("03", "05", "06", "10", "11", "12")}
 #: Seconds one notebook may run before it is stopped (and reported as stopped).
 CAPS = {"02": 240, "09": 200}
 DEFAULT_CAP = 150
