@@ -7,8 +7,9 @@ every later cell counts. So each such change either
 - is a context manager itself (``with torch._dynamo.config.patch(...)``, ``set_stance(...)``);
 - sits inside a ``try`` that has a ``finally``, in that ``finally``, or right before such a ``try``
   (the usual "set, try, finally: put back"); or
-- carries a ``# process-wide:`` comment on its line that says why it stays (a registration that
-  cannot be undone, or the notebook's own setting made once in its setup), so it is deliberate.
+- carries a ``# process-wide:`` comment, on its line or in the comment lines right above it, that
+  says why it stays (a registration that cannot be undone, or the notebook's own setting made once
+  in its setup), so it is deliberate.
 
 ``make test-rerun`` (tools/rerun.py) then executes every notebook twice in one kernel.
 """
@@ -152,14 +153,25 @@ def unrestored_changes(source: str) -> list[str]:
     def visit(node: ast.AST, path: list[ast.AST]) -> None:
         what = _changes(node)
         if what and not (isinstance(node, ast.Call) and _is_statement_part(path)):
-            line = lines[node.lineno - 1]
-            if MARK not in line and not _allowed(path, node):
+            if not _marked(lines, node.lineno) and not _allowed(path, node):
                 found.append(f"{node.lineno}: {what}")
         for child in ast.iter_child_nodes(node):
             visit(child, [*path, node])
 
     visit(tree, [])
     return found
+
+
+def _marked(lines: list[str], lineno: int) -> bool:
+    """The mark on the line itself, or in the block of comment lines right above it."""
+    if MARK in lines[lineno - 1]:
+        return True
+    above = lineno - 2
+    while above >= 0 and lines[above].strip().startswith("#"):
+        if MARK in lines[above]:
+            return True
+        above -= 1
+    return False
 
 
 def _is_statement_part(path: list[ast.AST]) -> bool:
@@ -204,6 +216,9 @@ def test_the_check_finds_a_change_left_behind(source):
         "previous = os.environ.get('A')\nos.environ['A'] = '1'\ntry:\n    f()\nfinally:\n"
         "    os.environ.pop('A')",
         "torch.set_num_threads(1)  # process-wide: this notebook's setting, made once in its setup",
+        "# process-wide: redefined, not added, by a re-run\n# (more on why)\n"
+        "@torch.library.custom_op('course::f', mutates_args=())\ndef f(x: torch.Tensor) -> torch.Tensor:\n"
+        "    return x.clone()",
         "config.tie_word_embeddings = False  # a model config, not the process",
         "tiny_config.tie_word_embeddings = False",
         "x = torch.get_num_threads()\nprint(torch._dynamo.config.recompile_limit)",
