@@ -40,8 +40,15 @@ def _right_fake(x):
 def test_pairwise_not_answered_and_right():
     assert check_pairwise_op(None) == "Exercise 1: not answered yet."
     assert check_pairwise_op(_pairwise_op(_right_fake)).startswith("Exercise 1: correct")
-    also_right = lambda x: torch.empty(x.shape[:-1] + (x.shape[-1] // 2,), dtype=x.dtype)  # noqa: E731
-    assert check_pairwise_op(_pairwise_op(also_right)).startswith("Exercise 1: correct")
+    assert check_pairwise_op(_pairwise_op(_also_right)).startswith("Exercise 1: correct")
+
+
+def _also_right(x):
+    return torch.empty(x.shape[:-1] + (x.shape[-1] // 2,), dtype=x.dtype, device=x.device)
+
+
+def _drops_device(x):
+    return torch.empty(x.shape[:-1] + (x.shape[-1] // 2,), dtype=x.dtype)  # on the default device
 
 
 def _returns_input_shape(x):
@@ -73,8 +80,9 @@ def _first_dimension_halved(x):
         (_two_dimensions_only, "fake kernel raised|wrong shape"),
         (_calls_numpy, "fake kernel raised"),
         (_first_dimension_halved, "wrong shape"),
+        (_drops_device, "wrong device"),
     ],
-    ids=["no-fake", "empty-like", "always-float32", "2d-only", "calls-numpy", "halves-dim-0"],
+    ids=["no-fake", "empty-like", "always-float32", "2d-only", "calls-numpy", "halves-dim-0", "drops-device"],
 )
 def test_pairwise_wrong_fake(fake, match):
     with pytest.raises(AssertionError, match=match) as raised:
@@ -87,6 +95,28 @@ def test_pairwise_not_a_custom_op():
         check_pairwise_op(torch.compiler.disable(pairwise_mean))
     with pytest.raises(AssertionError, match="not a custom operator"):
         check_pairwise_op(pairwise_mean)
+
+
+@pytest.mark.parametrize("mutates_args", [("x",), "unknown"], ids=["declares-x", "unknown"])
+def test_pairwise_declares_a_write(mutates_args):
+    @torch.library.custom_op("course_test::pairwise_mean", mutates_args=mutates_args)
+    def op(x: torch.Tensor) -> torch.Tensor:
+        return pairwise_mean(x)
+
+    op.register_fake(_right_fake)
+    with pytest.raises(AssertionError, match="writes its input") as raised:
+        check_pairwise_op(op)
+    assert "mutates_args=()" not in str(raised.value)
+
+
+def test_pairwise_body_returns_another_dtype():
+    @torch.library.custom_op("course_test::pairwise_mean", mutates_args=())
+    def op(x: torch.Tensor) -> torch.Tensor:
+        return pairwise_mean(x.double())
+
+    op.register_fake(lambda x: x.new_empty(*x.shape[:-1], x.shape[-1] // 2, dtype=torch.float64))
+    with pytest.raises(AssertionError, match="another dtype"):
+        check_pairwise_op(op)
 
 
 def test_pairwise_body_computes_something_else():
@@ -115,7 +145,7 @@ def _lookup_into_op(mutates_args, fake=True):
 def test_lookup_into_not_answered_and_right():
     assert check_lookup_into_op(None) == "Exercise 2: not answered yet."
     assert check_lookup_into_op(_lookup_into_op(("out",))).startswith("Exercise 2: correct")
-    # An operator that returns nothing gets a generated fake kernel: none needed (torch 2.8 to 2.15).
+    # An operator that writes an input and returns nothing gets a generated fake kernel (torch 2.8 to 2.15).
     assert check_lookup_into_op(_lookup_into_op(("out",), fake=False)).startswith("Exercise 2: correct")
 
 
@@ -123,11 +153,12 @@ def test_lookup_into_not_answered_and_right():
     ("mutates_args", "fake", "match"),
     [
         ((), True, "does not list"),  # the lie: declares nothing written
+        ((), False, "does not list"),  # ... and, writing nothing, gets no generated fake kernel
         (("x",), True, "only reads"),  # the wrong argument
         ("unknown", True, "only reads"),  # pessimistic: every argument written
         (("out", "x"), True, "only reads"),
     ],
-    ids=["declares-nothing", "declares-x", "unknown", "declares-both"],
+    ids=["declares-nothing", "declares-nothing-no-fake", "declares-x", "unknown", "declares-both"],
 )
 def test_lookup_into_wrong_declaration(mutates_args, fake, match):
     with pytest.raises(AssertionError, match=match) as raised:

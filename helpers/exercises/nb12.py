@@ -122,7 +122,9 @@ def check_pairwise_op(op: Any) -> str:
 
     On a (4, 16) float32, a (2, 3, 8) float64 and a (6,) input, the check compares the operator with
     the library function, compares its fake kernel's output (shape, dtype, device) with the real
-    one's, runs ``torch.library.opcheck``, and compiles ``op(x * 2) + 1`` with ``fullgraph=True``.
+    one's, runs ``torch.library.opcheck``, checks the fake kernel keeps a "meta" input's device, and
+    compiles ``op(x * 2) + 1`` with ``fullgraph=True``. It rejects a declaration that the operator
+    writes its input.
 
     Example:
         >>> check_pairwise_op(None)
@@ -130,7 +132,13 @@ def check_pairwise_op(op: Any) -> str:
     """
     if op is None:
         return "Exercise 1: not answered yet."
-    _custom_overload(1, op)
+    overload = _custom_overload(1, op)
+    if any(a.alias_info is not None and a.alias_info.is_write for a in overload._schema.arguments):
+        raise AssertionError(
+            "Exercise 1: the declaration says the operator writes its input, but pairwise_mean only reads "
+            "it. Hint: mutates_args lists only what the function changes in place (a pessimistic "
+            "declaration costs copies)"
+        )
     for name, sample in _exercise_1_samples().items():
         try:
             real = op(sample)
@@ -139,8 +147,14 @@ def check_pairwise_op(op: Any) -> str:
                 f"Exercise 1: calling the operator on {name} raised {type(error).__name__}. Hint: its body "
                 "should call the library's pairwise_mean"
             ) from None
-        if not (isinstance(real, torch.Tensor) and real.shape == pairwise_mean(sample).shape) or not (
-            torch.allclose(real, pairwise_mean(sample))
+        expected = pairwise_mean(sample)
+        if isinstance(real, torch.Tensor) and real.shape == expected.shape and real.dtype != expected.dtype:
+            raise AssertionError(
+                f"Exercise 1: on {name} the operator returns another dtype than pairwise_mean. Hint: its "
+                "body should pass the input to the library function unchanged and return its result"
+            )
+        if not (isinstance(real, torch.Tensor) and real.shape == expected.shape) or not (
+            torch.allclose(real, expected)
         ):
             raise AssertionError(
                 f"Exercise 1: on {name} the operator computes something else than pairwise_mean. Hint: "
@@ -169,6 +183,18 @@ def check_pairwise_op(op: Any) -> str:
                 f"Exercise 1: on {name} torch.library.opcheck fails {', '.join(failed)}. Hint: run "
                 "opcheck yourself and read its error"
             )
+    # Every sample above is on the CPU, where a fake that forgets the device still looks right: a
+    # "meta" input (no data, like a GPU's for this purpose) runs the fake kernel alone.
+    meta = torch.empty(3, 8, device="meta")
+    try:
+        meta_out = op(meta)
+    except Exception:  # noqa: BLE001 - reported below like a wrong device
+        meta_out = None
+    if getattr(meta_out, "device", None) != meta.device:
+        raise AssertionError(
+            "Exercise 1: on an input on another device (meta, standing in for a GPU) the fake kernel's "
+            "output has the wrong device. Hint: compute it from the input's device, not the default one"
+        )
     sample = _exercise_1_samples()["a (4, 16) float32 input"]
     error, counts = _fullgraph_error(lambda x: op(x * 2) + 1, sample)
     if error or counts.graphs != 1:
