@@ -176,6 +176,13 @@ def check_pairwise_op(op: Any) -> str:
                     f"Exercise 1: on {name} the fake kernel's output has the wrong {attribute}. Hint: "
                     f"compute it from the input's {attribute}, for any number of dimensions"
                 )
+        # Compared here, not left to opcheck: torch 2.8's opcheck compares strides on CUDA only.
+        if fake.stride() != real.stride():
+            raise AssertionError(
+                f"Exercise 1: on {name} the fake kernel's output is laid out otherwise than the real "
+                "one (its strides differ), and compiled code relies on the layout. Hint: return a new, "
+                "contiguous tensor, not a slice or a view of one"
+            )
         results = torch.library.opcheck(op, (sample,), raise_exception=False)
         failed = sorted(test for test, result in results.items() if result != "SUCCESS")
         if failed:
@@ -259,7 +266,8 @@ def check_lookup_into_op(op: Any) -> str:
     failed = sorted(test for test, result in results.items() if result != "SUCCESS")
     if failed:
         raise AssertionError(
-            f"Exercise 2: opcheck fails {', '.join(failed)}. Hint: run opcheck yourself and read its error"
+            f"Exercise 2: opcheck fails {', '.join(failed)}. Hint: run opcheck yourself and read its "
+            "error; a fake kernel, if you wrote one, describes what the operator returns: nothing"
         )
 
     def uses_it(t: torch.Tensor) -> torch.Tensor:
