@@ -51,24 +51,9 @@ def _unfolded(text: str) -> str:
     return re.sub(r"<details>.*?</details>", " ", text, flags=re.S | re.I)
 
 
-def core_path_flags(cells: list) -> list[bool]:
-    """For each cell, whether it is on the core path (not under a deep dive or Solutions heading)."""
-    flags, skip_level = [], None
-    for cell in cells:
-        if cell.cell_type == "markdown":
-            heading = _HEADING.match(cell.source.strip())
-            if heading:
-                level, title = len(heading.group(1)), heading.group(2)
-                if skip_level is not None and level <= skip_level:
-                    skip_level = None
-                if _SKIPPED_SECTION.search(title):
-                    skip_level = level
-        flags.append(skip_level is None)
-    return flags
-
-
-def solution_flags(cells: list) -> list[bool]:
-    """For each cell, whether it is in a Solutions section (its outputs would give answers away)."""
+def _inside_sections(cells: list, title_matches) -> list[bool]:
+    """For each cell, whether it lies under a heading whose title ``title_matches`` (until a heading
+    of the same or a higher level)."""
     flags, level_in = [], None
     for cell in cells:
         if cell.cell_type == "markdown":
@@ -77,10 +62,20 @@ def solution_flags(cells: list) -> list[bool]:
                 level = len(heading.group(1))
                 if level_in is not None and level <= level_in:
                     level_in = None
-                if heading.group(2).strip().lower().startswith("solutions"):
+                if level_in is None and title_matches(heading.group(2).strip()):
                     level_in = level
         flags.append(level_in is not None)
     return flags
+
+
+def core_path_flags(cells: list) -> list[bool]:
+    """For each cell, whether it is on the core path (not under a deep dive or Solutions heading)."""
+    return [not inside for inside in _inside_sections(cells, _SKIPPED_SECTION.search)]
+
+
+def solution_flags(cells: list) -> list[bool]:
+    """For each cell, whether it is in a Solutions section (its outputs would give answers away)."""
+    return _inside_sections(cells, lambda title: title.lower().startswith("solutions"))
 
 
 def core_words(cells: list) -> int:
