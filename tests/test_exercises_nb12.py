@@ -223,3 +223,14 @@ def test_library_functions():
     out = torch.empty(2)
     lookup_into(out, torch.tensor([0.0, 3.0]))
     assert np.allclose(out.numpy(), [0.0, np.tanh(3.0)], atol=1e-6)
+
+
+def test_pairwise_cpu_only_kernel():
+    # device_types="cpu", as in custom_op's docstring examples: right on a CPU, nothing to run on a GPU
+    @torch.library.custom_op("course_test::pairwise_cpu_only", mutates_args=(), device_types="cpu")
+    def cpu_only(x: torch.Tensor) -> torch.Tensor:
+        return pairwise_mean(x)
+
+    cpu_only.register_fake(_right_fake)
+    with pytest.raises(AssertionError, match="CPU tensors only"):
+        check_pairwise_op(cpu_only)

@@ -139,6 +139,15 @@ def check_pairwise_op(op: Any) -> str:
             "it. Hint: mutates_args lists only what the function changes in place (a pessimistic "
             "declaration costs copies)"
         )
+    # The task asks for any device: a kernel for CPU tensors alone fails at a GPU's first call.
+    if not any(
+        torch._C._dispatch_has_kernel_for_dispatch_key(overload.name(), key)
+        for key in ("CompositeExplicitAutograd", "CUDA")
+    ):
+        raise AssertionError(
+            "Exercise 1: the operator has a kernel for CPU tensors only, so a GPU tensor has nothing to run. "
+            "Hint: look at what device_types does in custom_op"
+        )
     for name, sample in _exercise_1_samples().items():
         try:
             real = op(sample)
