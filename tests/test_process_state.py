@@ -88,11 +88,9 @@ def _changes(node: ast.AST) -> str | None:
                 return "os.environ[...]"
     if isinstance(node, ast.Call):
         name = _dotted(node.func)
-        if name in CHANGING_CALLS:
+        if name in CHANGING_CALLS:  # a call used as a decorator too
             if name == "setattr" and not (node.args and _dotted(node.args[0]).startswith("torch.")):
                 return None
-            if name == "torch.compiler.substitute_in_graph" or name.startswith("torch.library."):
-                return name  # also when used as a decorator
             return name
     return None
 
@@ -101,14 +99,13 @@ def _allowed(path: list[ast.AST], node: ast.AST) -> bool:
     """Whether a change at ``node`` (``path``: its ancestors, outermost first) is put back."""
     for depth, ancestor in enumerate(path):
         if isinstance(ancestor, (ast.With, ast.AsyncWith)):
-            if any(node is item.context_expr or _within(node, item.context_expr) for item in ancestor.items):
+            if any(_within(node, item.context_expr) for item in ancestor.items):
                 return True  # the change is the context manager
         if isinstance(ancestor, ast.Try) and ancestor.finalbody:
             return True  # inside the try, or in its finally
-        body_owner = ancestor
         statement = path[depth + 1] if depth + 1 < len(path) else node
         for field in ("body", "orelse", "finalbody"):
-            block = getattr(body_owner, field, None)
+            block = getattr(ancestor, field, None)
             if isinstance(block, list) and statement in block:
                 later = block[block.index(statement) + 1 :]
                 # "set, then try/finally": only assignments of names or more changes in between

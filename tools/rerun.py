@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import copy
 import difflib
+import functools
 import re
 import uuid
 from pathlib import Path
@@ -28,6 +29,8 @@ PASS_2_TAG = "rerun-pass-2"
 #: A comment that says why a re-run of this cell prints something else (it is not compared).
 MOVES_ON = "# re-run:"
 IGNORE_OUTPUT = "# NBVAL_IGNORE_OUTPUT"
+#: nbval's tag for a cell it runs without comparing its output.
+IGNORE_OUTPUT_TAG = "nbval-ignore-output"
 
 # What may differ between two runs of the same cell without meaning a different fact: measured
 # figures (decimals, a number with a unit of time, rate, size or ratio), addresses, scratch paths.
@@ -41,6 +44,7 @@ _MASKS = [
 ]
 
 
+@functools.cache
 def _sanitizers() -> list[tuple[re.Pattern, str]]:
     """The replacements strict nbval makes before comparing (tests/sanitize.cfg)."""
     config = Path(__file__).resolve().parent.parent / "tests" / "sanitize.cfg"
@@ -97,7 +101,7 @@ def differing_counts(executed: nbformat.NotebookNode, origin: list[tuple[int, in
     for cell, (pass_, index) in zip(executed.cells, origin, strict=True):
         compared = not (
             cell.source.startswith(IGNORE_OUTPUT)
-            or "nbval-ignore-output" in cell.metadata.get("tags", [])
+            or IGNORE_OUTPUT_TAG in cell.metadata.get("tags", [])
             or MOVES_ON in cell.source
         )
         if pass_ == 2 and compared:

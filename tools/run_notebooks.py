@@ -37,6 +37,7 @@ from nbclient.exceptions import CellExecutionError, CellTimeoutError
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from tools import rerun, workshop_plan  # noqa: E402
+from tools.rerun import IGNORE_OUTPUT_TAG  # noqa: E402
 from tools.setup_cell import SETUP_METADATA, SETUP_TAG, setup_cell_source  # noqa: E402
 from tools.workshop_plan import core_path_flags, solution_flags  # noqa: E402
 
@@ -199,7 +200,7 @@ def run(
         except CellExecutionError as error:
             if write:
                 raise
-            failure = _first_failure(notebook, error, origin)
+            failure = _first_failure(notebook, error)  # a re-run allows errors: never here
         except CapReached as error:
             failure = str(error)
         seconds = time.perf_counter() - start
@@ -233,10 +234,6 @@ def run(
     return seconds, core_seconds, failure, skipped
 
 
-#: nbval's tag for a cell it runs without comparing its output.
-IGNORE_OUTPUT_TAG = "nbval-ignore-output"
-
-
 def hide_solution_outputs(notebook: nbformat.NotebookNode) -> None:
     """Solution cells are committed without outputs (they would give the answers away); nbval
     still runs them, comparing nothing."""
@@ -248,14 +245,11 @@ def hide_solution_outputs(notebook: nbformat.NotebookNode) -> None:
                 tags.append(IGNORE_OUTPUT_TAG)
 
 
-def _first_failure(
-    notebook: nbformat.NotebookNode, error: CellExecutionError, origin: list | None = None
-) -> str:
+def _first_failure(notebook: nbformat.NotebookNode, error: CellExecutionError) -> str:
     for index, cell in enumerate(notebook.cells):
         for out in cell.get("outputs", []):
             if out.get("output_type") == "error":
-                name = rerun.where(origin, index) if origin else f"cell {index}"
-                return f"{name}: {out.get('ename')}: {out.get('evalue', '')[:160]}"
+                return f"cell {index}: {out.get('ename')}: {out.get('evalue', '')[:160]}"
     return str(error).strip().splitlines()[-1][:200]
 
 
