@@ -42,7 +42,7 @@ def test_parallel_runs_the_slowest_first_and_reports_in_the_order_asked(fake_run
     results = json.loads((tmp_path / "results.json").read_text())
     assert [row["notebook"] for row in results["rows"]] == prefixes
     assert results["parallel"] == 2
-    assert fake_runs["order"][:2] == ["02", "09"]  # LONGEST_FIRST
+    assert set(fake_runs["order"][:2]) == {"02", "09"}  # LONGEST_FIRST: the two slowest start first
     assert fake_runs["most_at_once"] == 2
     assert fake_runs["threads"] == {str(max(4, (gpu_kit.os.cpu_count() or 1) // 2))}
     assert "2 notebooks ran at a time" in gpu_kit.device_table([tmp_path])

@@ -424,7 +424,7 @@ def test_cuda_workloads_fit_their_workshop_slot():
     from tools import workshop_plan
 
     rows = workshop_plan.plan_rows((ROOT / "README.md").read_text(encoding="utf-8"))
-    by_slot: dict[str, int] = {}
+    by_slot: dict[int, int] = {}
     for row in rows:
         prefix = row["notebook"][:2]
         if prefix in WORKLOADS:
@@ -432,11 +432,13 @@ def test_cuda_workloads_fit_their_workshop_slot():
         else:
             running = 2 * row["running"]
         by_slot[row["slot"]] = by_slot.get(row["slot"], 0) + row["minutes"] - row["running"] + running
-    over = {slot: by_slot[slot] for slot in workshop_plan.SLOTS if by_slot[slot] > workshop_plan.SLOT_MINUTES}
-    # Known and said in the README: with coordinate descent built serially, 02's max-autotune modes
-    # push slot 1 past 90 minutes on a T4 by this estimate. Another slot over, or slot 1 back under
-    # (then drop this exception and the README's warning), fails here.
-    assert set(over) == {"1 · compiling and graphs"}, over
+    over = {slot: minutes for slot, minutes in by_slot.items() if minutes > workshop_plan.SLOT_MINUTES}
+    # Said in the README: compiling for the GPU on 2 vCPUs (02's max-autotune modes most: coordinate
+    # descent builds serially) takes these slots past 90 minutes on a T4 by this estimate.
+    # Another slot over, or one of these back under, fails here: then say so in the README.
+    readme = " ".join((ROOT / "README.md").read_text(encoding="utf-8").split())
+    assert "slots 1, 3, 4 and 5 do not fit 90 minutes on a T4" in readme
+    assert set(over) == {1, 3, 4, 5}, over
 
 
 def test_the_estimate_counts_tuning():

@@ -285,23 +285,33 @@ def test_the_workshop_plan_is_computed_and_fits_its_slots():
 
 
 def test_core_words_leave_out_the_title_deep_dives_solutions_and_folds():
-    from tools.workshop_plan import core_words, deep_dives, exercise_count
+    from tools.workshop_plan import core_code_words, core_words, deep_dives, exercise_count
 
     md, code = nbformat.v4.new_markdown_cell, nbformat.v4.new_code_cell
     cells = [
         md("# Title with five words"),
+        code("import setup_things  # the setup cell"),
         md("## 1. Lesson\n\none two three"),
         md("<details><summary>Why</summary>\n\nfolded words here\n</details>\nfour"),
         code("x = 1"),
         md("## Deep dive (optional): caches, cold\n\nskipped words"),
+        code("skipped = 2"),
         md("### inside the dive\n\nstill skipped"),
         md("## Summary\n\n- a point\n\n## Exercises\n\n**Exercise 1.** five\n\n**Exercise 2.** six"),
         md("## Solutions\n\nnot counted"),
     ]
     # density.py's rule: "## 1. Lesson" is two words, a folded block none, the last cell eleven.
     assert core_words(cells) == 5 + 1 + 11
+    assert core_code_words(cells) == 2  # "x", "1": the setup cell and the deep dive's code left out
     assert deep_dives(cells) == ["caches, cold"]
     assert exercise_count(cells) == 2
+
+
+def test_slots_fill_in_order_and_a_notebook_that_would_overflow_opens_the_next():
+    from tools.workshop_plan import SLOT_MINUTES, assign_slots
+
+    rows = assign_slots([{"minutes": m} for m in (40, 50, 1, SLOT_MINUTES + 5, 30)])
+    assert [r["slot"] for r in rows] == [1, 1, 2, 3, 4]  # one notebook over 90 still gets a slot
 
 
 def test_the_readme_start_box_clones_the_repository_of_pyproject():

@@ -4,11 +4,15 @@
     python tools/workshop_plan.py --write  # write it between the README's workshop-plan markers
 
 `make notebooks` runs this after it measures the run times. A workshop slot is 90 minutes and
-holds, per notebook: reading the core path at READING_WORDS_PER_MINUTE, running the core path's
-cells (their run time on 2 CPUs, measured by `make notebooks` and kept in the README's run-time
-table), and the exercises at EXERCISE_MINUTES each (an assumption: read, change the code, compile,
-read the check). The core path is what `../shared/tools/density.py` counts: markdown outside the
-title cell, "Deep dive (optional)" sections, Solutions and folded <details> blocks.
+holds, per notebook: a Colab start (COLAB_START_MINUTES: each notebook gets its own runtime, then
+its setup cell installs the course), reading the core path's markdown at READING_WORDS_PER_MINUTE
+and its code at CODE_WORDS_PER_MINUTE (the setup cell left out), running the core path's cells
+(their run time on 2 CPUs, measured by `make notebooks` and kept in the README's run-time table),
+and the exercises at EXERCISE_MINUTES each (read, change the code, compile, read the check). The
+rates and minutes are assumptions, stated in the README with the plan. The core path is what
+`../shared/tools/density.py` counts: everything outside the title cell, "Deep dive (optional)"
+sections, Solutions and folded <details> blocks. Slots are filled in the course's order: a notebook
+that would take its slot past 90 minutes opens the next one.
 """
 
 from __future__ import annotations
@@ -27,16 +31,12 @@ README = ROOT / "README.md"
 START, END = "<!-- workshop-plan -->", "<!-- /workshop-plan -->"
 
 READING_WORDS_PER_MINUTE = 200
+#: Code reads slower than prose: names, arguments and comments, taken in while the cell runs.
+CODE_WORDS_PER_MINUTE = 150
 EXERCISE_MINUTES = 6
+#: Connecting a Colab runtime (one per notebook) and running the setup cell, which installs the course.
+COLAB_START_MINUTES = 3
 SLOT_MINUTES = 90
-#: Four slots in the course's order (guarded compile, modes, graph breaks; recompilation,
-#: caching, regions; training and decoding; debugging, shipping and custom operators).
-SLOTS = {
-    "1 · compiling and graphs": ("01", "02", "03"),
-    "2 · shapes, caches, regions": ("04", "05", "06"),
-    "3 · training and decoding": ("07", "08", "09"),
-    "4 · debugging, shipping, custom ops": ("10", "11", "12"),
-}
 
 _HEADING = re.compile(r"^(#+)\s+(.*)")
 _SKIPPED_SECTION = re.compile(r"deep dive|solutions", re.IGNORECASE)
@@ -87,6 +87,16 @@ def core_words(cells: list) -> int:
     )
 
 
+def core_code_words(cells: list) -> int:
+    """Code words on the core path, the setup cell (the first code cell, collapsed) left out."""
+    code = [
+        cell
+        for cell, core in zip(cells, core_path_flags(cells), strict=True)
+        if core and cell.cell_type == "code"
+    ]
+    return sum(_words(cell.source) for cell in code[1:])
+
+
 def exercise_count(cells: list) -> int:
     """Exercises set in the Exercises section (``**Exercise N`` in its markdown)."""
     text, inside = [], False
@@ -121,51 +131,72 @@ def core_run_seconds(readme_text: str) -> dict[str, int]:
 
 
 def plan_rows(readme_text: str) -> list[dict]:
-    """One row per notebook: its slot, reading, running and exercise minutes, deep dives."""
+    """One row per notebook, in the course's order: its slot, its minutes of each kind, deep dives."""
     seconds = core_run_seconds(readme_text)
     rows = []
-    for slot, prefixes in SLOTS.items():
-        for prefix in prefixes:
-            path = next(NOTEBOOKS.glob(f"{prefix}_*.ipynb"))
-            cells = nbformat.read(path, as_version=4).cells
-            if path.name not in seconds:
-                raise SystemExit(
-                    f"README's run-time table has no core-path time for {path.name}: make notebooks"
-                )
-            words = core_words(cells)
-            row = {
-                "slot": slot,
-                "notebook": path.name,
-                "words": words,
-                "reading": math.ceil(words / READING_WORDS_PER_MINUTE),
-                "running": math.ceil(seconds[path.name] / 60),
-                "exercises": exercise_count(cells),
-                "deep_dives": deep_dives(cells),
-            }
-            row["minutes"] = row["reading"] + row["running"] + row["exercises"] * EXERCISE_MINUTES
-            rows.append(row)
+    for path in sorted(NOTEBOOKS.glob("[0-9][0-9]_*.ipynb")):
+        cells = nbformat.read(path, as_version=4).cells
+        if path.name not in seconds:
+            raise SystemExit(f"README's run-time table has no core-path time for {path.name}: make notebooks")
+        words, code_words = core_words(cells), core_code_words(cells)
+        row = {
+            "notebook": path.name,
+            "words": words,
+            "code_words": code_words,
+            "reading": math.ceil(words / READING_WORDS_PER_MINUTE)
+            + math.ceil(code_words / CODE_WORDS_PER_MINUTE),
+            "running": math.ceil(seconds[path.name] / 60),
+            "exercises": exercise_count(cells),
+            "deep_dives": deep_dives(cells),
+        }
+        row["minutes"] = (
+            COLAB_START_MINUTES + row["reading"] + row["running"] + row["exercises"] * EXERCISE_MINUTES
+        )
+        rows.append(row)
+    return assign_slots(rows)
+
+
+def assign_slots(rows: list[dict]) -> list[dict]:
+    """Number the slots (``row["slot"]``, from 1) in the rows' order: a row that would take its slot
+    past SLOT_MINUTES opens the next one.
+
+    Example:
+        >>> [r["slot"] for r in assign_slots([{"minutes": 50}, {"minutes": 40}, {"minutes": 10}])]
+        [1, 1, 2]
+    """
+    slot, used = 1, 0
+    for row in rows:
+        if used and used + row["minutes"] > SLOT_MINUTES:
+            slot, used = slot + 1, 0
+        row["slot"], used = slot, used + row["minutes"]
     return rows
 
 
 def render(readme_text: str) -> str:
     """The workshop plan as Markdown (between the README's markers)."""
     rows = plan_rows(readme_text)
+    slots = sorted({r["slot"] for r in rows})
     lines = [
         START,
-        f"Computed by `python tools/workshop_plan.py` from the notebooks and the run times above: reading "
-        f"the core path at {READING_WORDS_PER_MINUTE} words a minute, running its cells on 2 CPUs, and "
-        f"{EXERCISE_MINUTES} minutes an exercise.",
+        f"Computed by `python tools/workshop_plan.py` from the notebooks and the run times above, "
+        f"{len(slots)} slots of {SLOT_MINUTES} minutes filled in the course's order. Each notebook: "
+        f"{COLAB_START_MINUTES} minutes to start its Colab runtime and run the setup cell; its core path's "
+        f"markdown read at {READING_WORDS_PER_MINUTE} words a minute and its code at "
+        f"{CODE_WORDS_PER_MINUTE}; its core cells' run time on 2 CPUs; {EXERCISE_MINUTES} minutes an "
+        "exercise. The rates are assumptions; the run times were measured.",
         "",
-        "| slot | notebook | core words | reading | running | exercises | minutes | deep dives to skip |",
+        "| slot | notebook | core words (markdown + code) | reading | running | exercises | minutes "
+        "| deep dives to skip |",
         "|---|---|---|---|---|---|---|---|",
     ]
-    for slot in SLOTS:
+    for slot in slots:
         in_slot = [r for r in rows if r["slot"] == slot]
         for r in in_slot:
             dives = "; ".join(r["deep_dives"]) or "none"
             lines.append(
-                f"| {slot} | [{r['notebook'][:2]}](notebooks/{r['notebook']}) | {r['words']} | "
-                f"{r['reading']} min | {r['running']} min | {r['exercises']} | {r['minutes']} min | {dives} |"
+                f"| {slot} | [{r['notebook'][:2]}](notebooks/{r['notebook']}) | {r['words']} + "
+                f"{r['code_words']} | {r['reading']} min | {r['running']} min | {r['exercises']} | "
+                f"{r['minutes']} min | {dives} |"
             )
         total = sum(r["minutes"] for r in in_slot)
         lines.append(f"| {slot} | **slot total** | | | | | **{total} min** of {SLOT_MINUTES} | |")
@@ -173,10 +204,12 @@ def render(readme_text: str) -> str:
     return "\n".join(lines)
 
 
-def slot_minutes(readme_text: str) -> dict[str, int]:
+def slot_minutes(readme_text: str) -> dict[int, int]:
     """Minutes each slot needs."""
-    rows = plan_rows(readme_text)
-    return {slot: sum(r["minutes"] for r in rows if r["slot"] == slot) for slot in SLOTS}
+    minutes: dict[int, int] = {}
+    for row in plan_rows(readme_text):
+        minutes[row["slot"]] = minutes.get(row["slot"], 0) + row["minutes"]
+    return minutes
 
 
 def write_readme() -> None:
