@@ -224,6 +224,12 @@ def _cxx_problem(windows: bool) -> str | None:
     )
 
 
+def _triton_c_compiler() -> str | None:
+    """The C compiler Triton builds its launchers with: $CC, else gcc, else clang on the PATH
+    (``triton/runtime/build.py``, Triton 3.4 to 3.9), or None."""
+    return os.environ.get("CC") or shutil.which("gcc") or shutil.which("clang")
+
+
 def _device_problem(device: str, version: Version, windows: bool, backend: str) -> str | None:
     needs_codegen = backend in CODEGEN_BACKENDS
     if device == "cuda":
@@ -238,6 +244,11 @@ def _device_problem(device: str, version: Version, windows: bool, backend: str) 
             return (
                 f"Inductor writes Triton kernels for NVIDIA GPUs and Triton is not installed "
                 f"(pip install {package})."
+            )
+        if needs_codegen and not windows and _triton_c_compiler() is None:  # triton-windows bundles one
+            return (
+                "Triton builds each kernel's launcher with a C compiler, and none was found (it reads $CC, "
+                "then looks for gcc and clang on the PATH). Install gcc or clang."
             )
         major, minor = cuda_capability()  # the GPU profile's, where one is set
         if needs_codegen and (major, minor) < (7, 0):
@@ -267,7 +278,7 @@ def compile_support(device: str | torch.device | None = None, backend: str = "in
     Checks, in order: the course-wide off switch (``COURSE_DISABLE_COMPILE=1``), the torch
     version (parsed, not compared as a string), Python support in Dynamo, Windows by torch
     version, the device being present, and the code generator's toolchain (a C++ compiler
-    on the CPU, Triton on NVIDIA GPUs). A missing device is a verdict, not a crash.
+    on the CPU, Triton and a C compiler on NVIDIA GPUs). A missing device is a verdict, not a crash.
 
     Args:
         device: ``"cpu"``, ``"cuda"``, ``"mps"`` (an index such as ``"cuda:0"`` is allowed),

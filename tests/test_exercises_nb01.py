@@ -38,6 +38,9 @@ def _major_minor(version: str) -> tuple[int, int]:
         pytest.param(lambda v, m: Version(v) >= Version(m), id="pep440-pre-release-before-release"),
         pytest.param(lambda v, m: TorchVersion(v) >= m, id="TorchVersion"),
         pytest.param(lambda v, m: Version(v).release >= Version(m).release, id="release-tuples"),
+        pytest.param(
+            lambda v, m: Version(v.split("+")[0].split("a")[0]) >= Version(m), id="strips-a0-only (review)"
+        ),
         pytest.param(lambda v, m: "yes", id="not-a-bool"),
         pytest.param(lambda v, m: True, id="always-compile"),
     ],

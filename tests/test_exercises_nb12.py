@@ -75,6 +75,10 @@ def _sliced_view(x):
     return torch.empty_like(x)[..., : x.shape[-1] // 2]  # right shape, strides of the input: a view
 
 
+def _empty_like_a_slice(x):
+    return torch.empty_like(x[..., : x.shape[-1] // 2])  # the input's layout where the slice is dense
+
+
 def _transposed_layout(x):
     return x.new_empty(x.shape[-1] // 2, *x.shape[:-1]).movedim(0, -1)  # right shape, other strides
 
@@ -91,6 +95,7 @@ def _transposed_layout(x):
         (_drops_device, "wrong device"),
         (_sliced_view, "strides differ"),  # torch 2.8's opcheck passes it on a CPU; Inductor fails it
         (_transposed_layout, "strides differ"),
+        (_empty_like_a_slice, "strides differ"),  # passes on contiguous inputs; a transposed one fails
     ],
     ids=[
         "no-fake",
@@ -102,6 +107,7 @@ def _transposed_layout(x):
         "drops-device",
         "sliced-view",
         "transposed-layout",
+        "empty-like-of-a-slice",
     ],
 )
 def test_pairwise_wrong_fake(fake, match):

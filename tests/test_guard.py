@@ -27,8 +27,10 @@ def linux_with_compiler(monkeypatch, tmp_path):
     from torch._inductor import config as inductor_config
 
     fake_compiler(tmp_path / "g++")
+    fake_compiler(tmp_path / "gcc")  # the C compiler Triton builds its launchers with
     monkeypatch.setenv("PATH", str(tmp_path))
     monkeypatch.delenv("CXX", raising=False)
+    monkeypatch.delenv("CC", raising=False)
     monkeypatch.delenv(guard.DISABLE_ENV_VAR, raising=False)
     monkeypatch.setattr(sys, "platform", "linux")
     monkeypatch.setattr(torch, "__version__", "2.13.0+cpu")
@@ -162,6 +164,17 @@ def test_old_gpu_is_refused(linux_with_compiler, monkeypatch):
     monkeypatch.setattr(torch.cuda, "get_device_name", lambda *a: "Tesla P100")
     verdict = compile_support("cuda")
     assert not verdict.ok and "7.0" in verdict.reason and "P100" in verdict.reason
+
+
+def test_gpu_with_triton_but_no_c_compiler(linux_with_compiler, monkeypatch):
+    (linux_with_compiler / "gcc").unlink()
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: True)
+    monkeypatch.setattr(guard.importlib.util, "find_spec", lambda name: object())
+    monkeypatch.setattr(torch.cuda, "get_device_capability", lambda *a: (8, 9))
+    verdict = compile_support("cuda")
+    assert not verdict.ok and "C compiler" in verdict.reason and "gcc or clang" in verdict.reason
+    monkeypatch.setenv("CC", "/opt/cc")  # Triton takes $CC as it is
+    assert compile_support("cuda").ok
 
 
 def test_modern_gpu_with_triton(linux_with_compiler, monkeypatch):

@@ -28,6 +28,10 @@ VERSION_CASES: dict[tuple[str, str], bool] = {
     ("1.13.1", "2"): False,
     ("2.6.0a0+ecf3bae", "2.6"): True,
     ("2.5", "2.5.0"): True,
+    ("2.10.0.dev20250901+cu128", "2.10"): True,  # a nightly
+    ("2.5.1rc1", "2.5.1"): True,  # a release candidate
+    ("2.6.0b1", "2.6"): True,
+    ("2.4.0.dev20240601", "2.5"): False,
 }
 
 _FUSED_KERNEL = re.compile(r"^(cpp_fused_\w+)\s*=\s*async_compile\.", re.MULTILINE)

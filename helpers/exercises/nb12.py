@@ -114,17 +114,20 @@ def _exercise_1_samples() -> dict[str, torch.Tensor]:
         "a (4, 16) float32 input": torch.randn(4, 16, generator=generator),
         "a (2, 3, 8) float64 input": torch.randn(2, 3, 8, generator=generator, dtype=torch.float64),
         "a (6,) float32 input": torch.randn(6, generator=generator),
+        # A transposed view: a fake built with empty_like from the input (or a slice of it) copies
+        # the input's layout, which the real, contiguous output does not have.
+        "a transposed (8, 4) float32 input": torch.randn(4, 8, generator=generator).t(),
     }
 
 
 def check_pairwise_op(op: Any) -> str:
     """Exercise 1: ``op`` is ``pairwise_mean`` as a custom operator with a right fake kernel.
 
-    On a (4, 16) float32, a (2, 3, 8) float64 and a (6,) input, the check compares the operator with
-    the library function, compares its fake kernel's output (shape, dtype, device) with the real
-    one's, runs ``torch.library.opcheck``, checks the fake kernel keeps a "meta" input's device, and
-    compiles ``op(x * 2) + 1`` with ``fullgraph=True``. It rejects a declaration that the operator
-    writes its input.
+    On a (4, 16) float32, a (2, 3, 8) float64, a (6,) and a transposed (8, 4) input, the check
+    compares the operator with the library function, compares its fake kernel's output (shape,
+    dtype, device, strides) with the real one's, runs ``torch.library.opcheck``, checks the fake
+    kernel keeps a "meta" input's device, and compiles ``op(x * 2) + 1`` with ``fullgraph=True``.
+    It rejects a declaration that the operator writes its input.
 
     Example:
         >>> check_pairwise_op(None)
