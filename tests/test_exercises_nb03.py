@@ -86,8 +86,25 @@ def test_break_hunt_wrong_counts(wrong):
         (lambda x: torch.tensor((x * 2).tolist()), "something else"),
         (torch.compiler.disable(ex_d), "fullgraph=True"),  # a way around the compiler, not a fix
         (torch.sin, "something else"),
+        # A trip through .item(): fullgraph=True captures it from torch 2.10; the default compile breaks.
+        (
+            lambda x: torch.stack([torch.stack([torch.tensor(v.item()) for v in r]) for r in x * 2]) + 1,
+            "fullgraph=True raises|default compile still breaks",
+        ),
+        (
+            lambda x: x * 2 * ((x * 2).sum().item() / (x * 2).sum().item()) + 1,
+            "fullgraph=True raises|default compile still breaks",
+        ),
     ],
-    ids=["unchanged", "plus-one-dropped", "tolist-kept", "disabled", "other-maths"],
+    ids=[
+        "unchanged",
+        "plus-one-dropped",
+        "tolist-kept",
+        "disabled",
+        "other-maths",
+        "item-kept",
+        "item-ratio",
+    ],
 )
 def test_break_hunt_wrong_fix(fixed, match):
     with pytest.raises(AssertionError, match=match):
@@ -305,6 +322,14 @@ def any_positive(x):
     return torch.cond((x > 0).any(), lambda t: t.cos() + 1, lambda t: t.sin() - 1, (x,))
 
 
+def majority_vote(x):
+    return torch.cond((x > 0).sum() > x.numel() // 2, lambda t: t.cos() + 1, lambda t: t.sin() - 1, (x,))
+
+
+def median_sign(x):
+    return torch.cond(x.median() > 0, lambda t: t.cos() + 1, lambda t: t.sin() - 1, (x,))
+
+
 def with_mean(x):
     """Also right: the mean has the sum's sign."""
     return torch.cond(x.mean() > 0, lambda t: t.cos() + 1, lambda t: t.sin() - 1, (x,))
@@ -324,6 +349,8 @@ def test_signed_step_not_answered_and_right():
         (with_where, "no torch.cond"),
         (first_element, "mixed signs"),
         (any_positive, "mixed signs"),
+        (majority_vote, "more negatives|more positives"),
+        (median_sign, "more negatives|more positives"),
     ],
     ids=lambda v: getattr(v, "__name__", v),
 )

@@ -5,11 +5,13 @@ Each check compiles with Inductor in a fresh cache directory of its own (a few s
 
 from __future__ import annotations
 
+import functools
 import shutil
 from pathlib import Path
 
 import pytest
 import torch
+from torch._inductor.codecache import PyCodeCache
 from torch._inductor.runtime.cache_dir_utils import cache_dir
 from torch._inductor.utils import clear_inductor_caches
 
@@ -54,6 +56,13 @@ def test_exercise_1_right_answer():
     assert check_refactor(refactored).startswith("Exercise 1: correct")
 
 
+class ActivationCaller:
+    """A callable object: no body of its own to refactor."""
+
+    def __call__(self, x):
+        return activation(x)
+
+
 @pytest.mark.parametrize(
     ("candidate", "message"),
     [
@@ -63,11 +72,18 @@ def test_exercise_1_right_answer():
         (calls_activation, "calls activation"),
         (as_sigmoid, "FX graph cache had 0 hit"),
         (other_constant, "other values"),
+        (functools.partial(activation), "not a function with its own body"),  # review: no __code__
+        (ActivationCaller(), "not a function with its own body"),
     ],
 )
 def test_exercise_1_wrong_answers(candidate, message):
     with pytest.raises(AssertionError, match=message):
         check_refactor(candidate)
+
+
+def reset_and_clear_python_modules():  # review: the C++ kernel library stays loaded
+    torch.compiler.reset()
+    PyCodeCache.cache_clear()
 
 
 def forget_everything():
@@ -91,6 +107,7 @@ def test_exercise_2_right_answer():
         (torch.compiler.reset, "still in memory"),  # finding 21: reset() clears Dynamo only
         (clear_inductor_caches, "reused the code"),
         (forget_and_wipe_the_disk, "0 hit"),
+        (reset_and_clear_python_modules, "still in memory"),
     ],
 )
 def test_exercise_2_wrong_answers(forget, message):

@@ -63,6 +63,20 @@ def test_exercise_1_rejects_the_global_switch_and_restores_it():
     assert torch._functorch.config.force_non_lazy_backward_lowering is False
 
 
+@pytest.mark.skipif(
+    not hasattr(torch._functorch.config, "force_non_lazy_backward_lowering"),
+    reason="no such switch before 2.13",
+)
+def test_exercise_1_rejects_the_switch_scoped_to_the_compiled_call():
+    def scoped_switch(fn, backend):  # review: on only while the compiled function runs
+        patch = torch._functorch.config.patch(force_non_lazy_backward_lowering=True)
+        return patch(torch.compile(fn, backend=backend))
+
+    with pytest.raises(AssertionError, match="force_non_lazy_backward_lowering"):
+        nb07.check_backward_compiled_early(scoped_switch)
+    assert torch._functorch.config.force_non_lazy_backward_lowering is False
+
+
 def test_exercise_2_saved_tensors():
     assert nb07.check_saved_tensors(_chain, None) == "Exercise 2: not answered yet."
     # x (for the weight's gradient) and the matmul's output; sin, cos and exp are recomputed.

@@ -112,6 +112,14 @@ def check_break_hunt(
             f"Exercise 1: the counts are right, but the fix under fullgraph=True {verdict}. Hint: "
             "stay in tensors; torch.compiler.disable compiles nothing"
         )
+    # fullgraph=True also captures .item() from torch 2.10 (capture_scalar_outputs): a fix that keeps a
+    # trip through Python numbers passes there, and still breaks under the default compile.
+    default_breaks = _breaks(fixed, matrix)
+    if default_breaks:
+        raise AssertionError(
+            f"Exercise 1: the fix compiles under fullgraph=True, but the default compile still breaks "
+            f"{default_breaks} time(s): it keeps a trip through Python numbers. Hint: stay in tensors"
+        )
     breaks_text = ", ".join(f"{n}: {b}" for n, b in actual.items())
     return f"Exercise 1: correct ({breaks_text}); the fix compiles as one graph."
 
@@ -287,6 +295,9 @@ def check_signed_step(candidate: Callable[[torch.Tensor], torch.Tensor] | None) 
         "a negative input": negative,
         "an input of mixed signs with a positive sum": torch.tensor([-0.5, 1.0, 1.0, -0.2, 0.3]),
         "an input of mixed signs with a negative sum": torch.tensor([0.5, -1.0, -1.0, 0.2, -0.3]),
+        # Most elements and the median negative, the sum positive (and the other way round).
+        "an input with more negatives and a positive sum": torch.tensor([3.0, -1.0, -1.0, -0.5, 0.2]),
+        "an input with more positives and a negative sum": torch.tensor([-3.0, 1.0, 1.0, 0.5, -0.2]),
     }
     torch._dynamo.reset()
     compiled = torch.compile(candidate, backend="eager", fullgraph=True)

@@ -11,7 +11,7 @@ import inspect
 from collections.abc import Callable
 
 import torch
-from torch._inductor.codecache import PyCodeCache
+from torch._inductor.codecache import CppPythonBindingsCodeCache, PyCodeCache
 from torch._inductor.utils import clear_inductor_caches, fresh_cache
 
 from helpers.counters import CompileCounts
@@ -73,6 +73,10 @@ def check_refactor(candidate: Callable[[torch.Tensor], torch.Tensor] | None) -> 
         return "Exercise 1: not answered yet."
     if not callable(candidate):
         raise TypeError(f"candidate must be a function of one tensor; got {type(candidate).__name__}")
+    assert inspect.isfunction(inspect.unwrap(candidate)), (
+        f"Exercise 1: candidate is a {type(candidate).__name__}, not a function with its own body, so "
+        "nothing was refactored. Hint: write a def that computes the same values in its body"
+    )
     assert not _same_code(candidate, activation), (
         "Exercise 1: candidate has the same body as activation. Hint: change how it is written "
         "(argument or variable names, a local variable, a helper function); a comment or a new "
@@ -132,12 +136,15 @@ def check_forget(forget: Callable[[], object] | None) -> str:
         _forget_all()
         compiled = torch.compile(_cosine)
         before = {id(module) for module in PyCodeCache.modules}
+        libraries_before = set(CppPythonBindingsCodeCache.cache)
         compiled(x)
         loaded = [module for module in PyCodeCache.modules if id(module) not in before]
+        libraries = set(CppPythonBindingsCodeCache.cache) - libraries_before  # C++ kernels, on a CPU
         if not loaded:  # pragma: no cover - a release that no longer lists its loaded modules
             raise RuntimeError("this torch lists no module loaded for the compile: the check cannot tell")
         forget()
         still_loaded = sum(1 for module in loaded if any(module is m for m in PyCodeCache.modules))
+        still_loaded += len(libraries & set(CppPythonBindingsCodeCache.cache))
         with CompileCounts() as counts:
             compiled(x)
         _forget_all()
@@ -146,7 +153,8 @@ def check_forget(forget: Callable[[], object] | None) -> str:
         "had compiled, so nothing was forgotten. Hint: start with Dynamo's reset"
     )
     assert still_loaded == 0, (
-        "Exercise 2: the module(s) Inductor loaded for the first compile are still in memory. "
+        "Exercise 2: what Inductor loaded for the first compile (its module or kernel library) is "
+        "still in memory. "
         "Hint: torch.compiler.reset() clears Dynamo only; torch._inductor.utils has the "
         "function that clears Inductor's in-memory caches"
     )

@@ -26,7 +26,7 @@ __all__ = [
     "check_regional_frames",
 ]
 
-#: Compiled against eager on these tiny float32 blocks (Dynamo only: the same kernels run).
+#: Compiled against eager on these tiny float32 blocks (aot_eager generates no code: ATen's kernels run).
 TOLERANCE = {"rtol": 1e-5, "atol": 1e-5}
 WIDTH = 16
 N_BLOCKS = 6

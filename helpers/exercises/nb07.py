@@ -39,39 +39,44 @@ def check_backward_compiled_early(compile_fn: Callable[..., Any] | None) -> str:
         raise TypeError(
             f"compile_fn must be a function (fn, backend) -> compiled fn; got {type(compile_fn).__name__}"
         )
+    import torch._functorch.config as config
     from functorch.compile import make_boxed_func
     from torch._dynamo.backends.common import aot_autograd
 
+    # Releases from 2.13 on have a global switch that compiles every backward early; it is no answer,
+    # set for good or only around the compiled call (config.patch): read while the graphs compile.
+    switch = "force_non_lazy_backward_lowering"
     compiled: list[str] = []
+    switched_on: list[bool] = []
 
     def recorder(label: str) -> Callable[..., Any]:
         def compiler(graph_module: torch.fx.GraphModule, example_inputs: Any) -> Any:
             compiled.append(label)
+            switched_on.append(bool(getattr(config, switch, False)))
             return make_boxed_func(graph_module.forward)
 
         return compiler
 
     backend = aot_autograd(fw_compiler=recorder("forward"), bw_compiler=recorder("backward"))
     torch._dynamo.reset()
-    import torch._functorch.config as config
-
-    # Releases from 2.13 on have a global switch that compiles every backward early; it is no answer.
-    switch = "force_non_lazy_backward_lowering"
     switch_before = getattr(config, switch, False)
+    no_answer = AssertionError(
+        f"Exercise 1: compile_fn switched on torch._functorch.config.{switch}, a global setting that "
+        "compiles every backward early, everywhere it is on. Hint: make the sizes symbolic instead "
+        "(notebook 04)"
+    )
     compiled_fn = compile_fn(_layer_loss, backend)
     if getattr(config, switch, False) != switch_before:
-        setattr(config, switch, switch_before)
-        raise AssertionError(
-            f"Exercise 1: compile_fn switched torch._functorch.config.{switch}, a global setting that "
-            "compiles every backward early, everywhere after it (switched back now). Hint: make the sizes "
-            "symbolic instead (notebook 04)"
-        )
+        setattr(config, switch, switch_before)  # switched back for the rest of the process
+        raise no_answer
     if compiled_fn is None:
         return "Exercise 1: not answered yet."
     torch.manual_seed(0)
     x, weight = torch.randn(4, 8), torch.randn(8, 8, requires_grad=True)
     loss = compiled_fn(x, weight)
     after_forward = list(compiled)
+    if any(switched_on):
+        raise no_answer
     loss.backward()
     torch.testing.assert_close(loss, _layer_loss(x, weight), rtol=1e-5, atol=1e-5)
     answer = {
