@@ -176,6 +176,7 @@ def test_autotuned_not_answered_and_right():
         (lambda x, w: torch.nn.functional.linear(x, w.T), "tuned no matrix multiply"),
         (lambda x, w: torch.bmm(x, w.T.expand(BATCH, -1, -1)), "does not compute"),
         (lambda x, w: x @ w + 0 * torch.bmm(x, x), "still multiplies with aten.mm"),  # a bmm tuned beside
+        (lambda x, w: (x.unsqueeze(-1) * w).sum(-2) + 0 * torch.bmm(x, x), "not one that reads w"),  # review
     ],
     ids=[
         "matmul-operator",
@@ -187,6 +188,7 @@ def test_autotuned_not_answered_and_right():
         "F.linear",
         "bmm-transposed-weight",
         "extra-bmm-beside-mm",
+        "no-gemm-projection-and-an-extra-bmm",
     ],
 )
 def test_autotuned_wrong(wrong, match):

@@ -196,6 +196,19 @@ def gemm_autotunings(fn: Callable[..., Any], *args: torch.Tensor) -> tuple[int, 
 BATCH = 8
 
 
+def _reads(node: torch.fx.Node, source: torch.fx.Node) -> bool:
+    """Whether ``source`` is among the nodes ``node`` is computed from."""
+    seen, stack = set(), list(node.all_input_nodes)
+    while stack:
+        current = stack.pop()
+        if current is source:
+            return True
+        if current not in seen:
+            seen.add(current)
+            stack.extend(current.all_input_nodes)
+    return False
+
+
 def check_autotuned(project: Callable[[torch.Tensor, torch.Tensor], torch.Tensor] | None) -> str:
     """Exercise 2: ``project(x, w)`` computes ``x @ w`` for ``x`` (8, 64, 64) and ``w`` (64, 64)
     in a way that max-autotune tunes on a CPU without freezing.
@@ -239,12 +252,17 @@ def check_autotuned(project: Callable[[torch.Tensor, torch.Tensor], torch.Tensor
     from torch.fx.experimental.proxy_tensor import make_fx
 
     plain_gemms = {torch.ops.aten.mm.default, torch.ops.aten.addmm.default}
-    untuned = sorted(
-        {str(node.target) for node in make_fx(project)(x, w).graph.nodes if node.target in plain_gemms}
-    )
+    graph = make_fx(project)(x, w).graph
+    untuned = sorted({str(node.target) for node in graph.nodes if node.target in plain_gemms})
     assert not untuned, (
         "Exercise 2: a batched matmul was tuned, but project(x, w) still multiplies with "
         f"{', '.join(untuned)}, a 2-D matrix multiply that max-autotune does not tune without "
         "freezing. Hint: make the projection itself the batched matmul"
     )
+    weight = [node for node in graph.nodes if node.op == "placeholder"][1]  # project(x, w): w
+    if not any(node.target == torch.ops.aten.bmm.default and _reads(node, weight) for node in graph.nodes):
+        raise AssertionError(
+            "Exercise 2: a batched matmul was tuned, but not one that reads w: the projection is "
+            "computed another way. Hint: make the projection itself the batched matmul"
+        )
     return f"Exercise 2: correct: max-autotune benchmarked {runs} GEMM(s) without freezing."
