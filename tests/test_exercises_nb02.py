@@ -176,7 +176,11 @@ def test_autotuned_not_answered_and_right():
         (lambda x, w: torch.nn.functional.linear(x, w.T), "tuned no matrix multiply"),
         (lambda x, w: torch.bmm(x, w.T.expand(BATCH, -1, -1)), "does not compute"),
         (lambda x, w: x @ w + 0 * torch.bmm(x, x), "still multiplies with aten.mm"),  # a bmm tuned beside
-        (lambda x, w: (x.unsqueeze(-1) * w).sum(-2) + 0 * torch.bmm(x, x), "not one that reads w"),  # review
+        (lambda x, w: (x.unsqueeze(-1) * w).sum(-2) + 0 * torch.bmm(x, x), "not that batched matmul"),
+        (  # review: a bmm of w that the result only multiplies by zero
+            lambda x, w: (x.unsqueeze(-1) * w).sum(-2) + 0 * torch.bmm(x, w.expand(BATCH, -1, -1)),
+            "not that batched matmul",
+        ),
     ],
     ids=[
         "matmul-operator",
@@ -189,6 +193,7 @@ def test_autotuned_not_answered_and_right():
         "bmm-transposed-weight",
         "extra-bmm-beside-mm",
         "no-gemm-projection-and-an-extra-bmm",
+        "no-gemm-projection-and-a-dead-bmm-of-w",
     ],
 )
 def test_autotuned_wrong(wrong, match):

@@ -287,6 +287,23 @@ def test_fixed_model_wrong(wrong, match):
         check_fixed_model(wrong)
 
 
+def _threshold_model(threshold):
+    class OtherThreshold(LeakyModel):
+        def forward(self, x):
+            h = self.proj(x)
+            peak = h.abs().max()
+            safe_peak = torch.where(peak > threshold, peak, torch.ones_like(peak))
+            return self.out(torch.relu(torch.where(peak > threshold, h / safe_peak * 10, h)))
+
+    return OtherThreshold
+
+
+@pytest.mark.parametrize("threshold", [3.0, 50.0])
+def test_fixed_model_rejects_another_threshold(threshold):  # review: peaks of 1.3 and 174 let both pass
+    with pytest.raises(AssertionError, match="whose peak is"):
+        check_fixed_model(_threshold_model(threshold))
+
+
 @pytest.mark.parametrize("bad", [DoubleWhere(), "DoubleWhere", int])
 def test_fixed_model_bad_input_names_the_argument(bad):
     with pytest.raises(TypeError, match="model_class"):

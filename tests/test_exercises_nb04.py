@@ -75,6 +75,30 @@ def test_decode_wrong(wrong, match):
         check_decode_graphs(wrong)
 
 
+_LIMIT = "recompile_limit" if hasattr(torch._dynamo.config, "recompile_limit") else "cache_size_limit"
+
+
+def _limit_of_one(x):  # review: lengths after the first run eagerly past the limit
+    setattr(torch._dynamo.config, _LIMIT, 1)
+    return x
+
+
+def _eager_on_recompile(x):  # review: the stance section 5 teaches, as an answer
+    if x.shape[1] > 1:
+        torch.compiler.set_stance("eager_on_recompile")
+    return x
+
+
+@pytest.mark.filterwarnings("ignore")
+@pytest.mark.parametrize("skips_compiling", [_limit_of_one, _eager_on_recompile])
+def test_decode_rejects_running_eagerly_and_undoes_it(skips_compiling):
+    limit = getattr(torch._dynamo.config, _LIMIT)
+    with pytest.raises(AssertionError, match="ran for 1 of the 6 lengths"):
+        check_decode_graphs(skips_compiling)
+    assert getattr(torch._dynamo.config, _LIMIT) == limit
+    assert check_decode_graphs(lambda x: mark_unbacked(x, 1)).startswith("Exercise 1: correct")
+
+
 @pytest.mark.parametrize("bad", ["mark_unbacked", 1, nn.Linear])
 def test_decode_bad_type_names_the_argument(bad):
     with pytest.raises(TypeError, match="prepare"):

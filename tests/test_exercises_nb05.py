@@ -74,6 +74,7 @@ class ActivationCaller:
         (other_constant, "other values"),
         (functools.partial(activation), "not a function with its own body"),  # review: no __code__
         (ActivationCaller(), "not a function with its own body"),
+        (lambda x, f=activation: f(x), "calls activation"),  # review: a wrapper through a default
     ],
 )
 def test_exercise_1_wrong_answers(candidate, message):

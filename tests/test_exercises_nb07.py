@@ -100,6 +100,21 @@ def test_exercise_2_rejects_wrong_counts(wrong):
         nb07.check_saved_tensors(_chain, wrong)
 
 
+def _detached_weight(x, weight):
+    return torch.sin(x @ weight.detach()).cos().exp().sum()
+
+
+def _without_grad(x, weight):
+    with torch.no_grad():
+        return torch.sin(x @ weight).cos().exp().sum()
+
+
+@pytest.mark.parametrize(("fn", "count"), [(_detached_weight, 1), (_without_grad, 0)])
+def test_exercise_2_rejects_a_chain_that_saves_less_by_cutting_gradients(fn, count):  # review
+    with pytest.raises(AssertionError, match="and its gradients"):
+        nb07.check_saved_tensors(fn, count)
+
+
 def test_exercise_2_rejects_the_unchanged_function_and_bad_arguments():
     with pytest.raises(AssertionError, match="matmul"):
         nb07.check_saved_tensors(_unchanged, 1)

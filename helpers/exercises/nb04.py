@@ -7,6 +7,7 @@ recompilations), which needs no code generation.
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
+from typing import Any
 
 import torch
 
@@ -45,10 +46,22 @@ def check_decode_graphs(prepare: Callable[[torch.Tensor], torch.Tensor | None] |
         raise TypeError(f"prepare must be a function taking and returning a tensor; got {prepare!r}")
     lengths = ", ".join(map(str, DECODE_LENGTHS))
     generator = torch.Generator().manual_seed(1)
+    graph_calls = []  # one entry per call that ran a compiled graph (not eagerly)
+
+    def counting_eager(graph_module: torch.fx.GraphModule, example_inputs: Any) -> Callable[..., Any]:
+        def run(*args: Any) -> Any:
+            graph_calls.append(1)
+            return graph_module.forward(*args)
+
+        return run
+
     torch._dynamo.reset()
-    compiled = torch.compile(_attention, backend="eager")
+    compiled = torch.compile(_attention, backend=counting_eager)
+    # A prepare that lowers the recompile limit or sets a stance changes the process: undone below.
+    limit = "recompile_limit" if hasattr(torch._dynamo.config, "recompile_limit") else "cache_size_limit"
+    kept_limit = torch._dynamo.config.patch({limit: getattr(torch._dynamo.config, limit)})
     try:
-        with CompileCounts() as observed:
+        with kept_limit, CompileCounts() as observed:
             for length in DECODE_LENGTHS:
                 x = torch.randn(2, length, 4, generator=generator)
                 expected = _attention(x)
@@ -72,7 +85,13 @@ def check_decode_graphs(prepare: Callable[[torch.Tensor], torch.Tensor | None] |
                         "Hint: prepare may mark or pad x, not change its values"
                     ) from None
     finally:
+        torch.compiler.set_stance("default")
         torch._dynamo.reset()
+    assert len(graph_calls) == len(DECODE_LENGTHS), (
+        f"Exercise 1: the compiled graph ran for {len(graph_calls)} of the {len(DECODE_LENGTHS)} lengths; "
+        "the others ran eagerly (a recompile limit or a stance skips compiling, it does not avoid it). "
+        "Hint: pick a marking that makes one graph accept every length"
+    )
     reason = (
         f"; the first guard that failed: {observed.recompile_reasons[0]}"
         if observed.recompile_reasons
@@ -193,8 +212,8 @@ def check_sampler(sampler_class: type[torch.nn.Module] | None) -> str:
         if "fail_on_recompile" not in str(error):
             raise
         raise AssertionError(
-            "Exercise 3: a new temperature recompiled. Hint: a Python number is a constant in the "
-            "graph; keep the temperature in a tensor (a buffer) and update it in place"
+            "Exercise 3: a new temperature recompiled. Hint: a Python number is guarded by its value; "
+            "keep the temperature in a tensor (a buffer) and update it in place"
         ) from None
     finally:
         torch._dynamo.reset()

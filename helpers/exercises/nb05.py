@@ -50,10 +50,20 @@ def _same_code(a: Callable[..., object], b: Callable[..., object]) -> bool:
 
 
 def _calls_activation(candidate: Callable[..., object]) -> bool:
-    """Whether ``candidate``'s body reads the global name of :func:`activation` (a wrapper)."""
+    """Whether ``candidate`` can reach :func:`activation` (a wrapper): through a global name, a
+    default argument or a closure."""
     fn = inspect.unwrap(candidate)
     code, scope = getattr(fn, "__code__", None), getattr(fn, "__globals__", {})
-    return code is not None and any(scope.get(name) is activation for name in code.co_names)
+    if code is not None and any(scope.get(name) is activation for name in code.co_names):
+        return True
+    reachable = [*(getattr(fn, "__defaults__", None) or ())]
+    reachable += (getattr(fn, "__kwdefaults__", None) or {}).values()
+    for cell in getattr(fn, "__closure__", None) or ():
+        try:
+            reachable.append(cell.cell_contents)
+        except ValueError:  # a cell not filled yet
+            continue
+    return any(value is activation for value in reachable)
 
 
 def check_refactor(candidate: Callable[[torch.Tensor], torch.Tensor] | None) -> str:

@@ -123,10 +123,13 @@ def check_saved_tensors(fn: Callable[..., torch.Tensor], count: int | None) -> s
     weight = (torch.randn(16, 16, generator=generator) / 4).requires_grad_()
     try:
         torch.testing.assert_close(fn(x, weight), _chain(x, weight), rtol=1e-5, atol=1e-5)
+        # The gradients too: a chain that detaches the weight, or runs under no_grad, saves less.
+        got = torch.autograd.grad(fn(x, weight), (x, weight))
+        torch.testing.assert_close(got, torch.autograd.grad(_chain(x, weight), (x, weight)))
     except (AssertionError, RuntimeError, TypeError) as error:
         raise AssertionError(
-            "Exercise 2: fn does not compute exp(cos(sin(x @ weight))).sum() yet; put the matmul in "
-            "front of the chain, then count what the compiled forward saves."
+            "Exercise 2: fn does not compute exp(cos(sin(x @ weight))).sum() and its gradients yet; put "
+            "the matmul in front of the chain, then count what the compiled forward saves."
         ) from error
     eager_count = saved_activations(lambda: _chain(x, weight), exclude=[weight]).count
     torch._dynamo.reset()

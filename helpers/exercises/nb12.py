@@ -188,7 +188,7 @@ def check_pairwise_op(op: Any) -> str:
                     f"Exercise 1: on {name} the fake kernel's output has the wrong {attribute}. Hint: "
                     f"compute it from the input's {attribute}, for any number of dimensions"
                 )
-        # Compared here, not left to opcheck: torch 2.8's opcheck compares strides on CUDA only.
+        # Compared here, not left to opcheck: its stride check was CUDA-only on 2.8 to 2.11 at least.
         if fake.stride() != real.stride():
             raise AssertionError(
                 f"Exercise 1: on {name} the fake kernel's output is laid out otherwise than the real "
