@@ -13,6 +13,7 @@ import os
 import shutil
 import subprocess
 import sys
+import sysconfig
 import tempfile
 import warnings
 from dataclasses import dataclass
@@ -168,48 +169,79 @@ def _inductor_cxx_candidates(windows: bool) -> list[str]:
     return [name for name in names if name]
 
 
-_PROBE_SOURCE = "int course_probe(int x) { return x + 1; }\n"
-_probe_results: dict[tuple[str, int], str | None] = {}
+def _python_include_dirs(windows: bool) -> list[str]:
+    """Where Inductor's C++ builds look for ``Python.h`` (its CPU kernels are Python extension
+    modules): ``torch._inductor.cpp_builder._get_python_include_dirs`` and
+    ``_get_python_related_args`` in torch 2.8 to 2.15, read again here so that nothing of Inductor's
+    is imported. sysconfig's include path (a framework's Headers folder on a Mac where that path is
+    missing), then the posix_prefix scheme's (nt on Windows)."""
+    include = Path(sysconfig.get_path("include"))
+    if not include.exists() and sys.platform == "darwin":
+        include = (Path(sysconfig.get_path("stdlib")).parent.parent / "Headers").absolute()
+    dirs = [str(include)]
+    scheme_include = sysconfig.get_path("include", scheme="nt" if windows else "posix_prefix")
+    if scheme_include and scheme_include not in dirs:
+        dirs.append(scheme_include)
+    return dirs
 
 
-def _probe_cxx(path: str, windows: bool) -> str | None:
-    """Compile a one-line C++ file with ``path``: ``None`` if it works, else what went wrong.
+_PROBE_SOURCE = "#include <Python.h>\nint course_probe(int x) { return x + 1; }\n"
+_probe_results: dict[tuple[str, int, tuple[str, ...]], str | None] = {}
 
-    Cached per compiler file: finding a name is not enough (on a Mac without the command-line
-    tools, /usr/bin/clang++ is a stub that exists and fails), so the guard runs it once.
+
+def _probe_cxx(path: str, windows: bool, include_dirs: list[str]) -> str | None:
+    """Compile a two-line C++ file that includes ``Python.h``, as Inductor's kernels do, with
+    ``path``: ``None`` if it works, else what went wrong.
+
+    Cached per compiler file and include path: finding a name is not enough (on a Mac without the
+    command-line tools, /usr/bin/clang++ is a stub that exists and fails), so the guard runs it once.
     """
-    key = (path, os.stat(path).st_mtime_ns)
+    key = (path, os.stat(path).st_mtime_ns, tuple(include_dirs))
     if key not in _probe_results:
         with tempfile.TemporaryDirectory(prefix="course-cxx-probe-") as scratch:
             source = Path(scratch) / "probe.cpp"
             source.write_text(_PROBE_SOURCE)
             if windows:
-                command = [path, "/nologo", "/c", str(source), f"/Fo{Path(scratch) / 'probe.obj'}"]
+                includes = [f"/I{folder}" for folder in include_dirs]
+                command = [path, "/nologo", "/c", *includes, str(source), f"/Fo{Path(scratch) / 'probe.obj'}"]
             else:
-                command = [path, "-c", str(source), "-o", str(Path(scratch) / "probe.o")]
+                includes = [f"-I{folder}" for folder in include_dirs]
+                command = [path, "-c", *includes, str(source), "-o", str(Path(scratch) / "probe.o")]
             try:
                 done = subprocess.run(command, capture_output=True, text=True, timeout=120)
             except (OSError, subprocess.SubprocessError) as error:
                 _probe_results[key] = f"{path} could not be run ({error})"
             else:
-                lines = (done.stderr or done.stdout).strip().splitlines()
+                lines = (done.stderr or done.stdout).strip().splitlines() or ["no output"]
+                said = next((line for line in lines if "error" in line.lower()), lines[0])
                 _probe_results[key] = (
                     None
                     if done.returncode == 0
-                    else f"{path} failed to compile a one-line C++ file ({(lines or ['no output'])[0]})"
+                    else f"{path} failed to compile a C++ file that includes Python.h ({said.strip()})"
                 )
     return _probe_results[key]
 
 
 def _cxx_problem(windows: bool) -> str | None:
-    """Why Inductor cannot build CPU kernels here, or ``None`` when a compiler works."""
+    """Why Inductor cannot build CPU kernels here, or ``None`` when a compiler builds against
+    ``Python.h``."""
     failures = []
+    include_dirs = _python_include_dirs(windows)
     for name in _inductor_cxx_candidates(windows):
         path = shutil.which(name)
         if path is None:
             failures.append(f"{name} is not on the PATH")
             continue
-        failure = _probe_cxx(path, windows)
+        if not any((Path(folder) / "Python.h").is_file() for folder in include_dirs):
+            # A venv on a distribution's Python without its -dev package: the compiler is there,
+            # the header every kernel includes is not.
+            python = f"python{sys.version_info[0]}.{sys.version_info[1]}"
+            return (
+                f"Inductor's C++ kernels include Python.h, and there is no Python.h in "
+                f"{' or '.join(include_dirs)}: install this Python's development headers "
+                f"(on Debian or Ubuntu: apt install {python}-dev), or use backend='aot_eager'."
+            )
+        failure = _probe_cxx(path, windows, include_dirs)
         if failure is None:
             return None
         failures.append(failure)
@@ -277,8 +309,9 @@ def compile_support(device: str | torch.device | None = None, backend: str = "in
 
     Checks, in order: the course-wide off switch (``COURSE_DISABLE_COMPILE=1``), the torch
     version (parsed, not compared as a string), Python support in Dynamo, Windows by torch
-    version, the device being present, and the code generator's toolchain (a C++ compiler
-    on the CPU, Triton and a C compiler on NVIDIA GPUs). A missing device is a verdict, not a crash.
+    release (2.5, its pre-releases excluded), the device being present, and the code generator's
+    toolchain (a C++ compiler and ``Python.h`` on the CPU, Triton and a C compiler on NVIDIA GPUs).
+    A missing device is a verdict, not a crash.
 
     Args:
         device: ``"cpu"``, ``"cuda"``, ``"mps"`` (an index such as ``"cuda:0"`` is allowed),
@@ -306,11 +339,14 @@ def compile_support(device: str | torch.device | None = None, backend: str = "in
             name,
         )
     windows = sys.platform == "win32"
-    if windows and version < Version("2.5"):
+    # Not the base version here: Inductor on Windows landed in July 2024, during 2.5's development
+    # (pytorch#131112, #131286), so a 2.5.0a0 snapshot may still refuse it. The release is asked for.
+    if windows and Version(str(torch.__version__)) < Version("2.5"):
         return CompileSupport(
             False,
-            f"torch {version} cannot compile on Windows: Inductor supports Windows from torch 2.5 "
-            "(CPU with MSVC; NVIDIA GPUs with the triton-windows package). Upgrade torch.",
+            f"torch {torch.__version__} cannot compile on Windows: Inductor supports Windows from the "
+            "torch 2.5 release, not all of its pre-releases (CPU with MSVC; NVIDIA GPUs with the "
+            "triton-windows package). Upgrade torch.",
             name,
         )
     problem = _python_problem(version) or _device_problem(name, version, windows, backend)

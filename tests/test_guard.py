@@ -2,14 +2,23 @@
 
 from __future__ import annotations
 
+import os
+import shutil
 import sys
+import sysconfig
 import warnings
+from pathlib import Path
 
 import pytest
 import torch
 
 from helpers import guard
 from helpers.guard import CompileSkippedWarning, compile_support, maybe_compile
+
+# As they are before any test patches them.
+REAL_PATH = os.environ.get("PATH", "")
+REAL_GXX = shutil.which("g++")
+REAL_GET_PATH = sysconfig.get_path
 
 
 def fake_compiler(path, works=True):
@@ -21,13 +30,27 @@ def fake_compiler(path, works=True):
     return path
 
 
+def python_headers_in(monkeypatch, folder):
+    """Make sysconfig (where Inductor and the guard look for Python.h) name ``folder``."""
+    real_get_path = sysconfig.get_path
+    folder.mkdir(exist_ok=True)
+
+    def get_path(name, *args, **kwargs):
+        return str(folder) if name == "include" else real_get_path(name, *args, **kwargs)
+
+    monkeypatch.setattr(sysconfig, "get_path", get_path)
+    return folder
+
+
 @pytest.fixture
 def linux_with_compiler(monkeypatch, tmp_path):
-    """A Linux machine whose PATH holds only a working fake g++ (and no CUDA, no MPS)."""
+    """A Linux machine whose PATH holds only a working fake g++, with Python's headers (and no
+    CUDA, no MPS)."""
     from torch._inductor import config as inductor_config
 
     fake_compiler(tmp_path / "g++")
     fake_compiler(tmp_path / "gcc")  # the C compiler Triton builds its launchers with
+    (python_headers_in(monkeypatch, tmp_path / "include") / "Python.h").write_text("/* a stand-in */\n")
     monkeypatch.setenv("PATH", str(tmp_path))
     monkeypatch.delenv("CXX", raising=False)
     monkeypatch.delenv("CC", raising=False)
@@ -80,7 +103,17 @@ def test_version_is_parsed_not_compared_as_a_string(linux_with_compiler, monkeyp
 
 
 @pytest.mark.parametrize(
-    ("version", "ok"), [("2.1.2", False), ("2.4.1", False), ("2.5.0", True), ("2.13.0", True)]
+    ("version", "ok"),
+    [
+        ("2.1.2", False),
+        ("2.4.1", False),
+        # Inductor on Windows landed in July 2024, during 2.5's development (pytorch#131286): an
+        # earlier 2.5 snapshot still raised "Windows not yet supported for inductor".
+        ("2.5.0a0+git1234567", False),
+        ("2.5.0", True),
+        ("2.6.0a0+ecf3bae", True),
+        ("2.13.0", True),
+    ],
 )
 def test_windows_by_torch_version(linux_with_compiler, monkeypatch, version, ok):
     monkeypatch.setattr(sys, "platform", "win32")
@@ -120,6 +153,33 @@ def test_follows_inductors_own_compiler_setting(linux_with_compiler, monkeypatch
     with inductor_config.patch({"cpp.cxx": (None, str(elsewhere / "missing-c++"))}):
         verdict = compile_support("cpu")
     assert not verdict.ok and "missing-c++ is not on the PATH" in verdict.reason
+
+
+def test_no_python_headers(linux_with_compiler, monkeypatch, tmp_path_factory):
+    # A venv on Debian's or Ubuntu's Python without python3.X-dev: the compiler works, and every
+    # kernel Inductor builds for the CPU (a Python extension module) fails on #include <Python.h>.
+    empty = python_headers_in(monkeypatch, tmp_path_factory.mktemp("no-headers"))
+    verdict = compile_support("cpu")
+    assert not verdict.ok
+    assert "Python.h" in verdict.reason and str(empty) in verdict.reason
+    assert f"python{sys.version_info[0]}.{sys.version_info[1]}-dev" in verdict.reason
+    assert "\n" not in verdict.reason
+    assert compile_support("cpu", backend="aot_eager").ok  # no kernels, no headers needed
+
+
+@pytest.mark.skipif(REAL_GXX is None, reason="needs a real g++")
+def test_the_probe_compiles_against_python_h(linux_with_compiler, monkeypatch, tmp_path_factory):
+    # With a real compiler: the probe includes Python.h from sysconfig's include path, as Inductor's
+    # kernels do (-I that folder), so a header there that does not compile makes the verdict a no.
+    monkeypatch.setenv("PATH", REAL_PATH)  # the real g++, and the assembler it runs
+    monkeypatch.setattr(sysconfig, "get_path", REAL_GET_PATH)
+    if (Path(REAL_GET_PATH("include")) / "Python.h").is_file():
+        assert compile_support("cpu").ok
+    broken = python_headers_in(monkeypatch, tmp_path_factory.mktemp("broken-headers"))
+    (broken / "Python.h").write_text("#error this Python.h is the one the probe included\n")
+    verdict = compile_support("cpu")
+    assert not verdict.ok
+    assert "includes Python.h" in verdict.reason and "the one the probe included" in verdict.reason
 
 
 def test_a_compiler_that_exists_but_fails_is_a_no(linux_with_compiler):

@@ -15,10 +15,12 @@ from packaging.version import Version
 
 from helpers.exercises import check_answer
 
-#: (installed version, minimum) -> does the course's rule say "at least"? Each case catches a
-#: realistic wrong rule: plain strings ("10.0" < "2.5.1"), (major, minor) only (2.5.0 passes
-#: 2.5.1), strict ">" (2.5.1 fails 2.5.1), full PEP 440 order (2.6.0a0 fails 2.6), release
-#: tuples compared as they are ((2, 5) < (2, 5, 0), though 2.5 and 2.5.0 are one release).
+#: (installed version, minimum release) -> does the course's rule say "at least"? A floor check
+#: like the guard's torch >= 2.0, where a snapshot or release candidate counts as the release it
+#: leads to (not a test for one fix: a snapshot may predate it). Each case catches a realistic
+#: wrong rule: plain strings ("10.0" < "2.5.1"), (major, minor) only (2.5.0 passes 2.5.1),
+#: strict ">" (2.5.1 fails 2.5.1), full PEP 440 order (2.6.0a0 fails 2.6), release tuples
+#: compared as they are ((2, 5) < (2, 5, 0), though 2.5 and 2.5.0 are one release).
 VERSION_CASES: dict[tuple[str, str], bool] = {
     ("10.0", "2.5.1"): True,
     ("2.13.0+cpu", "2.5.1"): True,
