@@ -106,6 +106,23 @@ def compiles_a_copy(model, x):
     return compiled
 
 
+def copy_with_options(model, x):
+    """Review: options= on a copy. The freezing pass runs (options= turn it on in Inductor), but the
+    copy's weights are graph inputs, and the check's change to the model never reaches the copy."""
+    with torch.inference_mode():
+        compiled = torch.compile(copy.deepcopy(model), options={"freezing": True})
+        compiled(x)
+    return compiled
+
+
+def copy_frozen_with_the_global(model, x):
+    """The recipe, on a copy: frozen for real, but the copy's weights, not the given model's."""
+    with torch.inference_mode(), torch._inductor.config.patch(freezing=True):
+        compiled = torch.compile(copy.deepcopy(model))
+        compiled(x)
+    return compiled
+
+
 def frozen_global_around_first_call_only(model, x):
     """Right: torch.compile only wraps; the global matters while the first call traces."""
     compiled = torch.compile(model)
@@ -139,13 +156,23 @@ def test_frozen_not_answered_and_right():
         (aot_eager_backend, "saw a weight change"),
         (stored_output, "on a new input"),
         (returns_the_eager_model, "saw a weight change"),
-        (compiles_a_copy, "freezing pass never ran"),
+        (compiles_a_copy, "froze none of the given model's weights"),
+        (copy_with_options, "froze none of the given model's weights"),
+        (copy_frozen_with_the_global, "froze none of the given model's weights"),
     ],
     ids=lambda v: getattr(v, "__name__", v),
 )
 def test_frozen_wrong(wrong, match):
     with pytest.raises(AssertionError, match=match):
         check_frozen(wrong)
+
+
+def test_frozen_messages_name_the_folded_weight():
+    """Review: only folded or prepacked frozen weights are copies, so the messages name gain, the one
+    the check changes, rather than promise that a frozen model never sees any weight change."""
+    assert "exp(gain) folded into a constant" in check_frozen(frozen_right)
+    with pytest.raises(AssertionError, match=r"saw a weight change \(of gain, whose exp\(gain\)"):
+        check_frozen(options_only)
 
 
 def test_frozen_bad_input_names_the_argument():

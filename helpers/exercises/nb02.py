@@ -1,7 +1,8 @@
 """Self-checks for notebook 02's exercises: each compiles the learner's code and reads a compiler fact.
 
-Exercise 1 freezes a small model and checks that its weights really became constants (a later
-in-place change of a weight is not seen, and nothing recompiles). Exercise 2 counts the GEMM
+Exercise 1 freezes a small model and checks that freezing folded its weight ``gain`` into a
+constant (a later in-place change of ``gain`` is not seen, and nothing recompiles) and that the
+weights frozen are the given model's, not a copy's. Exercise 2 counts the GEMM
 autotuning runs of ``mode="max-autotune-no-cudagraphs"`` on a CPU. Both build C++ kernels with
 Inductor on the CPU; their models are tiny, so each check compiles in seconds.
 """
@@ -55,9 +56,15 @@ def check_frozen(compile_frozen: Callable[[nn.Module, torch.Tensor], Any] | None
     A function that returns ``None`` and compiles nothing is not answered yet. The check builds
     a :class:`GainedMLP` in eval mode, calls ``compile_frozen(model, x)`` (which compiles and
     makes the first call), then changes ``model.gain`` in place and calls the returned model on a
-    new input under ``torch.inference_mode()``. Frozen weights are constants of the compiled code:
-    the result must be that of the weights at compile time, with no recompilation. Unfrozen
-    weights are graph inputs: the result follows the change. The weight is restored afterwards.
+    new input under ``torch.inference_mode()``. Freezing folds ``exp(gain)`` into a constant of the
+    compiled code: the result must be that of ``gain`` at compile time, with no recompilation.
+    Unfrozen, ``gain`` is a graph input: the result follows the change. The weight is restored
+    afterwards. (Not every frozen weight is a copy: one that is neither folded nor prepacked can
+    share its storage with the parameter, so an in-place change of it can still be seen.)
+
+    A copy of the model never sees the change either, frozen or not: so Inductor's freezing pass
+    (``torch._inductor.freezing.freeze``) must have frozen ``model.gain`` itself, read from the
+    parameters of the Dynamo graph it is handed.
 
     Example:
         >>> check_frozen(lambda model, x: None)
@@ -76,15 +83,19 @@ def check_frozen(compile_frozen: Callable[[nn.Module, torch.Tensor], Any] | None
         x = torch.randn(8, 32)
     from torch._inductor import freezing
 
-    freeze_calls = []  # Inductor's freezing pass, torch._inductor.freezing.freeze, runs once per frozen graph
+    # Inductor's freezing pass, torch._inductor.freezing.freeze(dynamo_gm, aot_autograd_gm, inputs),
+    # runs once per graph compiled with freezing on (also when only options= turn it on). It makes
+    # constants of the Dynamo graph's parameters, which are the traced model's own tensors; a graph
+    # whose weights Dynamo made graph inputs has none.
+    frozen_storages: set[int] = set()
     real_freeze = freezing.freeze
 
-    def counted_freeze(*args: Any, **kwargs: Any) -> Any:
-        freeze_calls.append(1)
-        return real_freeze(*args, **kwargs)
+    def recorded_freeze(dynamo_gm: torch.fx.GraphModule, *args: Any, **kwargs: Any) -> Any:
+        frozen_storages.update(p.untyped_storage().data_ptr() for p in dynamo_gm.parameters())
+        return real_freeze(dynamo_gm, *args, **kwargs)
 
     try:
-        with CompileCounts() as first, mock.patch.object(freezing, "freeze", counted_freeze):
+        with CompileCounts() as first, mock.patch.object(freezing, "freeze", recorded_freeze):
             compiled = compile_frozen(model, x)
         if compiled is None and first.frames == 0:
             return check_answer(1, None, 0, hint="unused")
@@ -123,10 +134,10 @@ def check_frozen(compile_frozen: Callable[[nn.Module, torch.Tensor], Any] | None
         )
         if torch.allclose(after, live, rtol=1e-4, atol=1e-5):
             raise AssertionError(
-                "Exercise 1: the compiled model saw a weight change, so its weights are graph inputs, "
-                "not frozen constants. Hint: Dynamo reads the global torch._inductor.config.freezing "
-                "while it traces the first call, and only with gradients off; options= reach Inductor "
-                "too late"
+                "Exercise 1: the compiled model saw a weight change (of gain, whose exp(gain) freezing "
+                "folds into a constant), so its weights are graph inputs, not frozen. Hint: Dynamo reads "
+                "the global torch._inductor.config.freezing while it traces the first call, and only "
+                "with gradients off; options= reach Inductor too late"
             )
         try:
             torch.testing.assert_close(after, expected_new, rtol=1e-4, atol=1e-5)
@@ -135,14 +146,18 @@ def check_frozen(compile_frozen: Callable[[nn.Module, torch.Tensor], Any] | None
                 "Exercise 1: on a new input the compiled model no longer computes the model with the "
                 "weights it was compiled with. Hint: return the compiled model itself, not a stored output"
             ) from None
-        assert freeze_calls, (
+        assert model.gain.untyped_storage().data_ptr() in frozen_storages, (
             "Exercise 1: the compiled model did not see the weight change, but Inductor's freezing pass "
-            "never ran: it runs on weights other than the model's (a copy?). Hint: compile the model "
-            "you were given, with the freezing global on"
+            "froze none of the given model's weights: it compiled other weights (a copy?), or froze "
+            "no weights at all (options= only). Hint: compile the model you were given, with the "
+            "freezing global on"
         )
     finally:
         torch._dynamo.reset()
-    return "Exercise 1: correct: the weights are constants of the compiled code (a later change is not seen)."
+    return (
+        "Exercise 1: correct: the model's weights were frozen, and exp(gain) folded into a constant "
+        "(a later change of gain is not seen)."
+    )
 
 
 def autotune_quiet_options() -> dict[str, Any]:
