@@ -8,7 +8,7 @@ import torch.nn.functional as F
 from torch import nn
 from torch._dynamo.decorators import mark_unbacked
 
-from helpers.exercises.nb04 import check_buckets, check_decode_graphs, check_sampler
+from helpers.exercises.nb04 import MAX_REQUEST_LENGTH, check_buckets, check_decode_graphs, check_sampler
 
 # The notebook's request lengths (random.Random(4), as its exercise cell draws them).
 LENGTHS = [10, 11, 15, 17, 20, 21, 23, 23, 24, 24, 26, 30, 32, 32, 39, 39, 62, 77, 91, 95, 97, 114]
@@ -127,6 +127,9 @@ def test_buckets_not_answered_and_right():
         ((40, 64, 130, 256), "4 graphs compiled"),  # finer, but one graph too many
         ((256,), "padding"),  # one bucket: one graph, but mostly padding
         ((40, 130, 256, 512), "4 graphs compiled"),  # a spare bucket still compiles in the warm-up
+        # review: fitted to the sample, not to the 256 tokens a request may have
+        ((39, 114, 254), r"buckets must be 256 or more .* 255 to 256 tokens without a bucket"),
+        ((40, 130, 255), r"a request of 256 tokens without a bucket"),
     ],
 )
 def test_buckets_wrong(wrong, match):
@@ -134,10 +137,26 @@ def test_buckets_wrong(wrong, match):
         check_buckets(wrong, LENGTHS)
 
 
+def test_buckets_cover_the_longest_request_allowed():
+    assert MAX_REQUEST_LENGTH == 256  # the notebook draws REQUEST_LENGTHS up to 256 tokens
+    assert check_buckets((40, 130, 260), LENGTHS).startswith("Exercise 2: correct")  # more is fine
+    assert check_buckets((39, 114, 254), LENGTHS, max_length=254).startswith("Exercise 2: correct")
+
+
 @pytest.mark.parametrize(("bad", "error"), [("64,128", TypeError), ((), TypeError), ((0, 256), ValueError)])
 def test_buckets_bad_input_names_the_argument(bad, error):
     with pytest.raises(error, match="buckets"):
         check_buckets(bad, LENGTHS)
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "match"),
+    [({"max_length": 0}, "max_length"), ({"max_length": 200}, "lengths"), ({"lengths": [300]}, "lengths")],
+)
+def test_buckets_bad_lengths_name_the_argument(kwargs, match):
+    arguments = {"buckets": (40, 130, 256), "lengths": LENGTHS, **kwargs}
+    with pytest.raises(ValueError, match=match):
+        check_buckets(**arguments)
 
 
 # Exercise 3: a sampler whose temperature changes without recompiling.
@@ -242,6 +261,68 @@ def test_sampler_not_answered_and_right():
 def test_sampler_wrong(wrong, match):
     with pytest.raises(AssertionError, match=match):
         check_sampler(wrong)
+
+
+class ForceEagerSampler(FloatSampler):
+    """Review: never recompiles because each new temperature runs eagerly."""
+
+    def set_temperature(self, value: float) -> None:
+        torch.compiler.set_stance("force_eager")
+        self.temperature = value
+
+
+class EagerOnRecompileSampler(FloatSampler):
+    """Review: the stance section 5 teaches, as an answer: every recompilation runs eagerly instead."""
+
+    def set_temperature(self, value: float) -> None:
+        torch.compiler.set_stance("eager_on_recompile")
+        self.temperature = value
+
+
+class EagerFromTheStartSampler(FloatSampler):
+    """A stance set before the warm-up: nothing compiled at all."""
+
+    def __init__(self):
+        super().__init__()
+        torch.compiler.set_stance("force_eager")
+
+
+class LimitOfOneSampler(FloatSampler):
+    """A recompile limit of one: past it, Dynamo would run the forward eagerly."""
+
+    def set_temperature(self, value: float) -> None:
+        setattr(torch._dynamo.config, _LIMIT, 1)
+        self.temperature = value
+
+
+def _compiles_and_recompiles() -> bool:
+    """The default stance is back: a new function compiles, and a new dtype recompiles it."""
+    counter = torch._dynamo.testing.CompileCounter()
+    double = torch.compile(lambda x: x * 2, backend=counter)
+    double(torch.ones(2))
+    double(torch.ones(2, dtype=torch.float64))
+    torch._dynamo.reset()
+    return counter.frame_count == 2
+
+
+@pytest.mark.filterwarnings("ignore")
+@pytest.mark.parametrize(
+    ("skips_compiling", "match"),
+    [
+        (ForceEagerSampler, "at temperature 0.7 the forward ran eagerly, not the compiled graph"),
+        (EagerOnRecompileSampler, "at temperature 0.7 the forward ran eagerly, not the compiled graph"),
+        (EagerFromTheStartSampler, "compiled no graph"),
+        (LimitOfOneSampler, "recompiled"),
+    ],
+    ids=lambda v: getattr(v, "__name__", None),
+)
+def test_sampler_rejects_running_eagerly_and_undoes_it(skips_compiling, match):
+    limit = getattr(torch._dynamo.config, _LIMIT)
+    with pytest.raises(AssertionError, match=match):
+        check_sampler(skips_compiling)
+    assert getattr(torch._dynamo.config, _LIMIT) == limit
+    assert _compiles_and_recompiles()
+    assert check_sampler(BufferSampler).startswith("Exercise 3: correct")
 
 
 @pytest.mark.parametrize("bad", [BufferSampler(), "BufferSampler", nn.Linear])

@@ -1,7 +1,8 @@
 """Self-checks for notebook 04's exercises: each compiles the learner's answer and reads a fact.
 
-All three compile with ``backend="eager"``: they count what Dynamo does (graphs, guards,
-recompilations), which needs no code generation.
+All three compile with ``backend="eager"`` (exercises 1 and 3 through a copy that also counts the
+calls that ran a compiled graph): they count what Dynamo does (graphs, guards, recompilations),
+which needs no code generation.
 """
 
 from __future__ import annotations
@@ -22,6 +23,37 @@ def _attention(x: torch.Tensor) -> torch.Tensor:
 
 #: Exercise 1's decode loop: the sequence grows from one token.
 DECODE_LENGTHS: tuple[int, ...] = (1, 2, 3, 5, 8, 13)
+
+#: Exercise 2's longest request: the notebook draws ``REQUEST_LENGTHS`` up to this many tokens.
+MAX_REQUEST_LENGTH: int = 256
+
+
+class _CountingEager:
+    """A backend that runs each graph as ``backend="eager"`` does and counts what it did.
+
+    ``compiles`` counts the graphs handed to it, ``runs`` the calls that ran one of them. A call
+    that runs eagerly (past the recompile limit, under a ``force_eager`` or ``eager_on_recompile``
+    stance) adds no run: only ``runs`` tells a skipped compilation from an avoided one.
+    """
+
+    def __init__(self) -> None:
+        self.compiles = 0
+        self.runs = 0
+
+    def __call__(self, graph_module: torch.fx.GraphModule, example_inputs: Any) -> Callable[..., Any]:
+        self.compiles += 1
+
+        def run(*args: Any) -> Any:
+            self.runs += 1
+            return graph_module.forward(*args)
+
+        return run
+
+
+def _kept_recompile_limit() -> Any:
+    """A ``config.patch`` that puts the recompile limit back as it is now, whatever an answer sets."""
+    limit = "recompile_limit" if hasattr(torch._dynamo.config, "recompile_limit") else "cache_size_limit"
+    return torch._dynamo.config.patch({limit: getattr(torch._dynamo.config, limit)})
 
 
 def check_decode_graphs(prepare: Callable[[torch.Tensor], torch.Tensor | None] | None) -> str:
@@ -46,22 +78,12 @@ def check_decode_graphs(prepare: Callable[[torch.Tensor], torch.Tensor | None] |
         raise TypeError(f"prepare must be a function taking and returning a tensor; got {prepare!r}")
     lengths = ", ".join(map(str, DECODE_LENGTHS))
     generator = torch.Generator().manual_seed(1)
-    graph_calls = []  # one entry per call that ran a compiled graph (not eagerly)
-
-    def counting_eager(graph_module: torch.fx.GraphModule, example_inputs: Any) -> Callable[..., Any]:
-        def run(*args: Any) -> Any:
-            graph_calls.append(1)
-            return graph_module.forward(*args)
-
-        return run
-
+    backend = _CountingEager()  # backend.runs: the calls that ran a compiled graph (not eagerly)
     torch._dynamo.reset()
-    compiled = torch.compile(_attention, backend=counting_eager)
+    compiled = torch.compile(_attention, backend=backend)
     # A prepare that lowers the recompile limit or sets a stance changes the process: undone below.
-    limit = "recompile_limit" if hasattr(torch._dynamo.config, "recompile_limit") else "cache_size_limit"
-    kept_limit = torch._dynamo.config.patch({limit: getattr(torch._dynamo.config, limit)})
     try:
-        with kept_limit, CompileCounts() as observed:
+        with _kept_recompile_limit(), CompileCounts() as observed:
             for length in DECODE_LENGTHS:
                 x = torch.randn(2, length, 4, generator=generator)
                 expected = _attention(x)
@@ -87,8 +109,8 @@ def check_decode_graphs(prepare: Callable[[torch.Tensor], torch.Tensor | None] |
     finally:
         torch.compiler.set_stance("default")
         torch._dynamo.reset()
-    assert len(graph_calls) == len(DECODE_LENGTHS), (
-        f"Exercise 1: the compiled graph ran for {len(graph_calls)} of the {len(DECODE_LENGTHS)} lengths; "
+    assert backend.runs == len(DECODE_LENGTHS), (
+        f"Exercise 1: the compiled graph ran for {backend.runs} of the {len(DECODE_LENGTHS)} lengths; "
         "the others ran eagerly (a recompile limit or a stance skips compiling, it does not avoid it). "
         "Hint: pick a marking that makes one graph accept every length"
     )
@@ -111,18 +133,20 @@ def check_buckets(
     *,
     max_graphs: int = 3,
     max_padding: float = 1.35,
+    max_length: int = MAX_REQUEST_LENGTH,
 ) -> str:
     """Exercise 2: warm up every bucket with ``dynamic=False``, serve the padded lengths, count graphs.
 
-    Right when every request fits the largest bucket, Dynamo compiles at most ``max_graphs``
-    graphs for the warm-up and the padded stream (a spare bucket no request uses still costs one),
-    and the padded tokens are at most ``max_padding`` times the real ones. A wrong answer raises
-    ``AssertionError`` saying which condition failed.
+    ``lengths`` is a sample of the requests, each at most ``max_length`` tokens. Right when the
+    largest bucket holds ``max_length`` tokens (any request fits, not only the sampled ones),
+    Dynamo compiles at most ``max_graphs`` graphs for the warm-up and the padded sample (a spare
+    bucket no request uses still costs one), and the padded tokens are at most ``max_padding``
+    times the real ones. A wrong answer raises ``AssertionError`` saying which condition failed.
 
     Example:
         >>> check_buckets(None, [5, 70])
         'Exercise 2: not answered yet.'
-        >>> check_buckets((8, 80), [5, 6, 70], max_padding=1.5)
+        >>> check_buckets((8, 80), [5, 6, 70], max_padding=1.5, max_length=80)
         'Exercise 2: correct, 2 graphs for 3 requests, 1.19x the real tokens.'
     """
     if buckets is None:
@@ -131,13 +155,24 @@ def check_buckets(
         raise TypeError(f"buckets must be a tuple of bucket lengths, e.g. (64, 256); got {buckets!r}")
     if not all(isinstance(b, int) and not isinstance(b, bool) and b > 0 for b in buckets):
         raise ValueError(f"buckets must hold positive whole numbers of tokens; got {buckets!r}")
-    if not lengths or not all(isinstance(n, int) and n > 0 for n in lengths):
-        raise ValueError("lengths must be a non-empty list of positive request lengths")
+    if not isinstance(max_length, int) or isinstance(max_length, bool) or max_length < 1:
+        raise ValueError(f"max_length must be a positive whole number of tokens; got {max_length!r}")
+    if not lengths or not all(isinstance(n, int) and 0 < n <= max_length for n in lengths):
+        raise ValueError(
+            f"lengths must be a non-empty list of request lengths from 1 to max_length ({max_length})"
+        )
     ordered = sorted(set(buckets))
     longest = max(lengths)
     assert longest <= ordered[-1], (
         f"Exercise 2: the longest request ({longest} tokens) does not fit the largest bucket "
         f"({ordered[-1]}). Hint: the last bucket must hold every request"
+    )
+    shortest_left_out = ordered[-1] + 1
+    uncovered = f"{shortest_left_out}" + ("" if shortest_left_out >= max_length else f" to {max_length}")
+    assert ordered[-1] >= max_length, (
+        f"Exercise 2: the largest of buckets must be {max_length} or more (requests have up to "
+        f"{max_length} tokens); {ordered[-1]} leaves a request of {uncovered} tokens without a "
+        "bucket. Hint: fit the last bucket to the longest request allowed, not the longest one drawn"
     )
     padded = [next(b for b in ordered if b >= n) for n in lengths]
     cost = sum(padded) / sum(lengths)
@@ -168,8 +203,11 @@ def check_sampler(sampler_class: type[torch.nn.Module] | None) -> str:
 
     Right when the warm-up compiled the softmax into a graph (at least one graph, no graph break:
     a ``torch.compiler.disable``\\ d forward compiles nothing and would pass the tripwire
-    trivially), no temperature recompiles under ``set_stance("fail_on_recompile")``, and every
-    result matches ``softmax(logits / temperature)``.
+    trivially), no temperature recompiles under ``set_stance("fail_on_recompile")``, every call
+    after the warm-up runs the warm-up's graph (not eagerly: a stance such as ``force_eager`` or
+    ``eager_on_recompile``, or a lower recompile limit, skips recompiling, it does not avoid it),
+    and every result matches ``softmax(logits / temperature)``. The check puts the default stance
+    and the recompile limit back, whatever the answer set.
 
     Example:
         >>> check_sampler(None)
@@ -182,32 +220,49 @@ def check_sampler(sampler_class: type[torch.nn.Module] | None) -> str:
     if not callable(getattr(sampler_class, "set_temperature", None)):
         raise TypeError("sampler_class must keep the set_temperature(value) method")
     torch._dynamo.reset()
-    sampler = sampler_class()
-    compiled = torch.compile(sampler, backend="eager")
+    backend = _CountingEager()  # counts the graphs compiled and the calls that ran one
     logits = torch.randn(4, 10, generator=torch.Generator().manual_seed(0))
-    with CompileCounts() as warmup:
-        compiled(logits)
-    assert warmup.frames >= 1 and warmup.graphs >= 1, (
-        "Exercise 3: the warm-up compiled no graph, so the tripwire had nothing to watch. Hint: "
-        "the forward must stay compiled (no torch.compiler.disable)"
-    )
-    assert warmup.graph_breaks == 0, (
-        f"Exercise 3: the warm-up hit {warmup.graph_breaks} graph break(s), so part of the forward "
-        "runs outside the graph. Hint: keep the temperature a tensor inside the graph (no .item(), "
-        "float() or disabled helper)"
-    )
+    # An answer that sets a stance or lowers the recompile limit changes the process: undone below.
     try:
-        with torch.compiler.set_stance("fail_on_recompile"):
-            for temperature in (0.7, 1.3, 2.0):
-                sampler.set_temperature(temperature)
-                expected = torch.softmax(logits / temperature, dim=-1)
-                try:
-                    torch.testing.assert_close(compiled(logits), expected)
-                except AssertionError:
-                    raise AssertionError(
-                        f"Exercise 3: at temperature {temperature} the result is not "
-                        "softmax(logits / temperature). Hint: set_temperature must still take effect"
-                    ) from None
+        with _kept_recompile_limit():
+            sampler = sampler_class()
+            compiled = torch.compile(sampler, backend=backend)
+            with CompileCounts() as warmup:
+                compiled(logits)
+            assert warmup.frames >= 1 and warmup.graphs >= 1 and backend.runs >= 1, (
+                "Exercise 3: the warm-up compiled no graph, so the tripwire had nothing to watch. "
+                "Hint: the forward must stay compiled (no torch.compiler.disable, no stance)"
+            )
+            assert warmup.graph_breaks == 0, (
+                f"Exercise 3: the warm-up hit {warmup.graph_breaks} graph break(s), so part of the "
+                "forward runs outside the graph. Hint: keep the temperature a tensor inside the graph "
+                "(no .item(), float() or disabled helper)"
+            )
+            compiles = backend.compiles
+            with torch.compiler.set_stance("fail_on_recompile"):
+                for temperature in (0.7, 1.3, 2.0):
+                    sampler.set_temperature(temperature)
+                    expected = torch.softmax(logits / temperature, dim=-1)
+                    runs = backend.runs
+                    out = compiled(logits)
+                    try:
+                        torch.testing.assert_close(out, expected)
+                    except AssertionError:
+                        raise AssertionError(
+                            f"Exercise 3: at temperature {temperature} the result is not "
+                            "softmax(logits / temperature). Hint: set_temperature must still take effect"
+                        ) from None
+                    assert backend.compiles == compiles, (
+                        f"Exercise 3: at temperature {temperature} Dynamo compiled a new graph "
+                        "(a new temperature recompiled, or the cache was reset). Hint: keep the "
+                        "temperature in a tensor (a buffer) and update it in place"
+                    )
+                    assert backend.runs > runs, (
+                        f"Exercise 3: at temperature {temperature} the forward ran eagerly, not the "
+                        "compiled graph: a stance (force_eager, eager_on_recompile) or a lower "
+                        "recompile limit skips recompiling, it does not avoid it. Hint: keep the "
+                        "temperature in a tensor (a buffer) and update it in place"
+                    )
     except RuntimeError as error:
         if "fail_on_recompile" not in str(error):
             raise
@@ -216,5 +271,6 @@ def check_sampler(sampler_class: type[torch.nn.Module] | None) -> str:
             "keep the temperature in a tensor (a buffer) and update it in place"
         ) from None
     finally:
+        torch.compiler.set_stance("default")
         torch._dynamo.reset()
     return "Exercise 3: correct: one graph, no recompilation for any temperature."
