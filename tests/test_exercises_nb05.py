@@ -15,7 +15,7 @@ from torch._inductor.codecache import PyCodeCache
 from torch._inductor.runtime.cache_dir_utils import cache_dir
 from torch._inductor.utils import clear_inductor_caches
 
-from helpers.exercises.nb05 import activation, check_forget, check_refactor
+from helpers.exercises.nb05 import _same_code, activation, check_forget, check_refactor
 from helpers.guard import compile_support
 
 pytestmark = pytest.mark.skipif(not compile_support("cpu"), reason="needs Inductor's C++ kernels")
@@ -48,8 +48,38 @@ def renamed_only(x):  # the body of activation, under another name
     return torch.tanh(x) * 0.5 + 0.5
 
 
+def documented_only(x):
+    """The body of activation, under another name and with another docstring."""
+    return torch.tanh(x) * 0.5 + 0.5
+
+
 def calls_activation(values):  # a wrapper: its graph is activation's by construction
     return activation(values)
+
+
+REGISTRY = {"tanh01": activation}
+
+
+def through_a_dict(x):  # review: a wrapper through an object, not a name the function reads
+    return REGISTRY["tanh01"](x)
+
+
+def through_globals(x):  # review: the same, by looking the name up at run time
+    return globals()["activation"](x)
+
+
+def only_when_compiled(x):  # a wrapper that eager calls never see
+    if torch.compiler.is_compiling():
+        return activation(x)
+    return torch.sigmoid(2 * x)
+
+
+def swallows_the_call(x):  # a wrapper that throws activation's result away, then computes it again
+    try:
+        REGISTRY["tanh01"](x)
+    finally:
+        squashed = torch.tanh(x)
+    return squashed * 0.5 + 0.5
 
 
 def test_exercise_1_right_answer():
@@ -69,7 +99,13 @@ class ActivationCaller:
         (activation, "same body"),
         (renamed_only, "same body"),
         (torch.compile(activation), "same body"),  # "compile it" is not a rewrite
+        (documented_only, "same body"),
         (calls_activation, "calls activation"),
+        (through_a_dict, "calls activation"),
+        (through_globals, "calls activation"),
+        (torch.compile(through_a_dict), "calls activation"),
+        (only_when_compiled, "calls activation"),
+        (swallows_the_call, "calls activation"),
         (as_sigmoid, "FX graph cache had 0 hit"),
         (other_constant, "other values"),
         (functools.partial(activation), "not a function with its own body"),  # review: no __code__
@@ -78,8 +114,39 @@ class ActivationCaller:
     ],
 )
 def test_exercise_1_wrong_answers(candidate, message):
+    code = activation.__code__
     with pytest.raises(AssertionError, match=message):
         check_refactor(candidate)
+    assert activation.__code__ is code  # the check puts back what it swapped to watch the calls
+
+
+def test_exercise_1_puts_activation_back_on_an_error():
+    def fails_after_the_call(x):
+        activation(x)
+        raise ValueError("a broken answer")
+
+    code = activation.__code__
+    with pytest.raises(ValueError, match="a broken answer"):
+        check_refactor(fails_after_the_call)
+    assert activation.__code__ is code
+
+
+def with_docstring(x):
+    """A docstring is co_consts[0]; without one, before Python 3.14, a None is: the indices move."""
+    offset = None
+    return torch.tanh(x) * 0.5 + 0.5 if offset is None else x
+
+
+def without_docstring(x):
+    offset = None
+    return torch.tanh(x) * 0.5 + 0.5 if offset is None else x
+
+
+def test_same_code_ignores_the_docstring():  # review: raw co_code holds indices into co_consts
+    assert _same_code(with_docstring, without_docstring)
+    assert _same_code(without_docstring, with_docstring)
+    assert _same_code(activation, renamed_only) and _same_code(activation, documented_only)
+    assert not _same_code(activation, refactored) and not _same_code(activation, other_constant)
 
 
 def reset_and_clear_python_modules():  # review: the C++ kernel library stays loaded

@@ -7,8 +7,11 @@ it compiled in memory before and after (Dynamo's code and Inductor's loaded modu
 
 from __future__ import annotations
 
+import contextlib
+import dis
 import inspect
-from collections.abc import Callable
+import types
+from collections.abc import Callable, Iterator
 
 import torch
 from torch._inductor.codecache import CppPythonBindingsCodeCache, PyCodeCache
@@ -31,39 +34,83 @@ def _forget_all() -> None:
     clear_inductor_caches()
 
 
+#: Instructions that say nothing about what a body computes: padding, no-ops, a generator's start.
+_NOT_THE_BODY = frozenset({"CACHE", "EXTENDED_ARG", "NOP", "RESUME"})
+_JUMPS = frozenset(op for name in ("hasjump", "hasjrel", "hasjabs") for op in getattr(dis, name, ()))
+
+
+def _body(code: types.CodeType) -> tuple[object, ...]:
+    """A code object's arguments, local names and instructions (each by name and value).
+
+    No index into the code object's tables: ``LOAD_CONST``'s operand is an index into ``co_consts``,
+    whose layout depends on the docstring and on the Python version (3.14 no longer puts a ``None``
+    first in a function without one), so values are compared instead; a jump by the position of its
+    target; a nested function by its own body. The docstring, the name and line numbers are left out.
+    """
+    instructions = list(dis.get_instructions(code))
+    kept: list[dis.Instruction] = []
+    position: dict[int, int] = {}  # an offset -> the index of the next instruction kept
+    for instruction in instructions:
+        position[instruction.offset] = len(kept)
+        if instruction.opname not in _NOT_THE_BODY:
+            kept.append(instruction)
+    steps = []
+    for instruction in kept:
+        value = instruction.argval
+        if isinstance(value, types.CodeType):
+            value = _body(value)
+        elif instruction.opcode in _JUMPS and isinstance(value, int):
+            value = position.get(value, value)
+        steps.append((instruction.opname, type(value).__name__, value))
+    return code.co_argcount, code.co_kwonlyargcount, code.co_varnames, tuple(steps)
+
+
 def _same_code(a: Callable[..., object], b: Callable[..., object]) -> bool:
-    """Whether two functions have the same body (their names and line numbers aside).
+    """Whether two functions have the same body (their names, docstrings and line numbers aside).
 
     A compiled or ``functools.wraps``-decorated function is compared by the function it wraps.
     """
     a, b = inspect.unwrap(a), inspect.unwrap(b)
     ca, cb = getattr(a, "__code__", None), getattr(b, "__code__", None)
-    if ca is None or cb is None:
+    if not isinstance(ca, types.CodeType) or not isinstance(cb, types.CodeType):
         return False
-    fields = ("co_code", "co_names", "co_varnames")
-
-    def constants(fn: Callable[..., object], code: object) -> tuple[object, ...]:
-        # co_consts[0] is the docstring, or None without one: leave both out.
-        return tuple(c for c in code.co_consts if c is not None and c != fn.__doc__)
-
-    return all(getattr(ca, f) == getattr(cb, f) for f in fields) and constants(a, ca) == constants(b, cb)
+    return _body(ca) == _body(cb)
 
 
-def _calls_activation(candidate: Callable[..., object]) -> bool:
-    """Whether ``candidate`` can reach :func:`activation` (a wrapper): through a global name, a
-    default argument or a closure."""
-    fn = inspect.unwrap(candidate)
-    code, scope = getattr(fn, "__code__", None), getattr(fn, "__globals__", {})
-    if code is not None and any(scope.get(name) is activation for name in code.co_names):
-        return True
-    reachable = [*(getattr(fn, "__defaults__", None) or ())]
-    reachable += (getattr(fn, "__kwdefaults__", None) or {}).values()
-    for cell in getattr(fn, "__closure__", None) or ():
-        try:
-            reachable.append(cell.cell_contents)
-        except ValueError:  # a cell not filled yet
-            continue
-    return any(value is activation for value in reachable)
+#: What a watched :func:`activation` runs (see :func:`_watching_activation`): a function object of its
+#: own with activation's code, so that it computes as before.
+_activation_itself = types.FunctionType(activation.__code__, activation.__globals__, "activation")
+_activation_calls: list[None] = []
+
+
+def _recording_activation(*args: object, **kwargs: object) -> object:
+    """The code :func:`activation` runs while watched: note the call, then compute as before."""
+    _activation_calls.append(None)
+    return _activation_itself(*args, **kwargs)
+
+
+@contextlib.contextmanager
+def _watching_activation() -> Iterator[list[None]]:
+    """Within the block, every call of the function object :func:`activation` is noted in the list.
+
+    However a wrapper reaches it (a global name, a default argument, a closure, a dict,
+    ``globals()["activation"]``, ``functools.partial``), the call runs ``activation.__code__``: the
+    block swaps that for :func:`_recording_activation`'s and puts it back at the end, even on an error.
+    """
+    original = activation.__code__
+    _activation_calls.clear()
+    activation.__code__ = _recording_activation.__code__
+    try:
+        yield _activation_calls
+    finally:
+        activation.__code__ = original
+
+
+def _calls_activation(candidate: Callable[[torch.Tensor], object], x: torch.Tensor) -> bool:
+    """Whether calling ``candidate(x)`` (eagerly, even when compiled) calls :func:`activation`."""
+    with _watching_activation() as calls, torch.compiler.set_stance("force_eager"):
+        candidate(x)
+    return bool(calls)
 
 
 def check_refactor(candidate: Callable[[torch.Tensor], torch.Tensor] | None) -> str:
@@ -71,9 +118,10 @@ def check_refactor(candidate: Callable[[torch.Tensor], torch.Tensor] | None) -> 
 
     In a fresh cache directory, compile ``activation`` (a miss: it writes the entry), forget
     everything in memory, then compile ``candidate`` on the same input. Right when the body
-    differs from ``activation``'s (a compiled ``activation`` or a wrapper calling it does not
-    count), the values match it (within :data:`TOLERANCE`), and the FX
-    graph cache hit with no miss. A wrong answer raises ``AssertionError`` saying which failed.
+    differs from ``activation``'s (a compiled ``activation`` does not count), calling it, eagerly or
+    compiled, never calls ``activation`` (a wrapper, however it finds it), the values match it
+    (within :data:`TOLERANCE`), and the FX graph cache hit with no miss. A wrong answer raises
+    ``AssertionError`` saying which failed.
 
     Example:
         >>> check_refactor(None)
@@ -92,18 +140,20 @@ def check_refactor(candidate: Callable[[torch.Tensor], torch.Tensor] | None) -> 
         "(argument or variable names, a local variable, a helper function); a comment or a new "
         "function name alone leaves the body as it was"
     )
-    assert not _calls_activation(candidate), (
+    calls_activation = (
         "Exercise 1: candidate calls activation itself, so its graph is activation's by "
         "construction. Hint: write the computation out in the body, differently"
     )
     x = torch.linspace(-3.0, 3.0, 16)
+    assert not _calls_activation(candidate, x), calls_activation
     with fresh_cache():
         _forget_all()
         torch.compile(activation)(x)
         _forget_all()
-        with CompileCounts() as counts:
+        with CompileCounts() as counts, _watching_activation() as calls:  # and when compiled
             result = torch.compile(candidate)(x)
         _forget_all()
+    assert not calls, calls_activation
     try:
         torch.testing.assert_close(result, activation(x), **TOLERANCE)
     except AssertionError:
