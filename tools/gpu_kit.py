@@ -2,9 +2,9 @@
 
     python tools/gpu_kit.py fetch                      # here: the wheels the GPU machine lacks, into .whl/
     python3 tools/gpu_kit.py run --out DIR --part 1    # there: install, then notebooks 01 04 08 09 07 02
-    python3 tools/gpu_kit.py run --out DIR --part 2    # there: the others (03 05 06 10 11)
+    python3 tools/gpu_kit.py run --out DIR --part 2    # there: the others (03 05 06 10 11 12 13)
     python3 tools/gpu_kit.py run --out DIR --profile t4 07 09   # the T4's branches on the GPU at hand
-    python3 tools/gpu_kit.py run --out DIR --parallel 4    # all twelve, four at a time (run times under load)
+    python3 tools/gpu_kit.py run --out DIR --parallel 4    # all, four at a time (run times under load)
     python tools/gpu_kit.py readme DIR [DIR ...]       # here: the README's device table from the runs
 
 The GPU machine is expected to have Python 3.12 with torch (CUDA), triton, transformers, matplotlib,
@@ -45,12 +45,12 @@ PLATFORM_ARGS = (
       for arg in ("--platform", tag)),
 )  # fmt: skip
 #: Part 1: the notebooks a reading of their GPU branches predicted to fail or to be at risk.
-PARTS = {"1": ("01", "04", "08", "09", "07", "02"), "2": ("03", "05", "06", "10", "11", "12")}
+PARTS = {"1": ("01", "04", "08", "09", "07", "02"), "2": ("03", "05", "06", "10", "11", "12", "13")}
 #: Seconds one notebook may run before it is stopped (and reported as stopped).
 CAPS = {"02": 330, "09": 300, "11": 300}
 DEFAULT_CAP = 240
 #: The slowest first, so that notebooks run side by side (--parallel) finish close together.
-LONGEST_FIRST = ("02", "09", "11", "07", "01", "03", "10", "05", "06", "12", "04", "08")
+LONGEST_FIRST = ("02", "09", "11", "07", "01", "03", "10", "05", "06", "12", "04", "08", "13")
 #: No notebook is started with less than this left of the run's budget.
 MIN_START_S = 30
 #: Seconds past its cap before a notebook's runner is killed (it normally stops itself at the cap).
