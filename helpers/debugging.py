@@ -25,7 +25,7 @@ from typing import Any
 #: The stages of a first compile, in the order they run, and the spans that bound them.
 STAGES = {
     "dynamo": "Dynamo: trace bytecode, build guards",
-    "aot_autograd": "AOTAutograd: functionalize, partition",
+    "aot_autograd": "AOTAutograd, with Inductor's graph passes",  # backend_compile minus compile_fx_inner
     "inductor": "Inductor: lower, fuse, generate code",
     "cpp_build": "waiting for the C++ compiler",
 }
