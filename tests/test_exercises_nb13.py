@@ -60,6 +60,14 @@ def test_clean_state_dict_wrong(answer, match):
         check_clean_state_dict(answer)
 
 
+def test_clean_state_dict_rejects_an_answer_that_changes_the_tensors():
+    def zeroed(sd):
+        return {k.replace("_orig_mod.", ""): v.zero_() for k, v in sd.items()}
+
+    with pytest.raises(AssertionError, match="other values"):
+        check_clean_state_dict(zeroed)
+
+
 def test_clean_state_dict_bad_input_names_the_argument():
     with pytest.raises(TypeError, match="my_clean_state_dict"):
         check_clean_state_dict({"a": 1})
@@ -109,6 +117,16 @@ class _CheckedThenClamped(nn.Module):
         return x[:, :longest]
 
 
+class _EveryLengthChecked(nn.Module):
+    """Refuses any empty sequence, which Truncate accepts: only its longest length is bounded."""
+
+    def forward(self, x, lengths):
+        torch._check(lengths.min().item() >= 1)
+        longest = lengths.max().item()
+        torch._check(longest <= x.shape[1])
+        return x[:, :longest]
+
+
 def test_truncate_not_answered_and_right():
     assert check_truncate(None) == "Exercise 2: not answered yet."
     assert check_truncate(_Checked).startswith("Exercise 2: correct")
@@ -123,6 +141,7 @@ def test_truncate_not_answered_and_right():
         (_UpperOnly, "longest length of 0 no longer raises"),
         (_FixedLength, r"returns a \(3, 6, 4\) tensor"),
         (_CheckedThenClamped, "past the batch no longer raises"),
+        (_EveryLengthChecked, r"raises RuntimeError for lengths \[0, 3, 2\]"),
     ],
 )
 def test_truncate_wrong(answer, match):
