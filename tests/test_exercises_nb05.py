@@ -53,6 +53,14 @@ def documented_only(x):
     return torch.tanh(x) * 0.5 + 0.5
 
 
+def extra_unused_argument(x, unused=None):  # review: a new signature, the body of activation
+    return torch.tanh(x) * 0.5 + 0.5
+
+
+def renamed_argument(values):  # review: the body of activation, its argument renamed
+    return torch.tanh(values) * 0.5 + 0.5
+
+
 def calls_activation(values):  # a wrapper: its graph is activation's by construction
     return activation(values)
 
@@ -100,6 +108,8 @@ class ActivationCaller:
         (renamed_only, "same body"),
         (torch.compile(activation), "same body"),  # "compile it" is not a rewrite
         (documented_only, "same body"),
+        (extra_unused_argument, "same body"),
+        (renamed_argument, "same body"),
         (calls_activation, "calls activation"),
         (through_a_dict, "calls activation"),
         (through_globals, "calls activation"),
@@ -147,6 +157,28 @@ def test_same_code_ignores_the_docstring():  # review: raw co_code holds indices
     assert _same_code(without_docstring, with_docstring)
     assert _same_code(activation, renamed_only) and _same_code(activation, documented_only)
     assert not _same_code(activation, refactored) and not _same_code(activation, other_constant)
+
+
+def subtract(a, b):
+    return b - a
+
+
+def subtract_renamed(first, second):
+    return second - first
+
+
+def subtract_other_way(a, b):
+    return a - b
+
+
+def subtract_keyword_only(a, *, b):
+    return b - a
+
+
+def test_same_code_compares_variables_by_place():  # review: a signature change alone is no new body
+    assert _same_code(activation, extra_unused_argument) and _same_code(activation, renamed_argument)
+    assert _same_code(subtract, subtract_renamed)
+    assert not _same_code(subtract, subtract_other_way) and not _same_code(subtract, subtract_keyword_only)
 
 
 def reset_and_clear_python_modules():  # review: the C++ kernel library stays loaded

@@ -37,15 +37,41 @@ def _forget_all() -> None:
 #: Instructions that say nothing about what a body computes: padding, no-ops, a generator's start.
 _NOT_THE_BODY = frozenset({"CACHE", "EXTENDED_ARG", "NOP", "RESUME"})
 _JUMPS = frozenset(op for name in ("hasjump", "hasjrel", "hasjabs") for op in getattr(dis, name, ()))
+#: Instructions whose operand names a local, cell or free variable (3.13's pairs name two at once).
+_NAMES_A_VARIABLE = frozenset(dis.haslocal) | frozenset(dis.hasfree)
+
+
+def _variables(code: types.CodeType, instructions: list[dis.Instruction]) -> dict[str, tuple[str, int]]:
+    """Each variable's name -> its place: an argument by its position, another variable by first use.
+
+    So renaming a variable, or adding an argument the body never reads, leaves the body as it was,
+    while ``b - a`` and ``a - b`` of ``(a, b)`` stay apart. (Renamed variables that a nested function
+    captures may still differ: the closure lists them by name. ``activation`` captures none.)
+    """
+    kinds = ["argument"] * code.co_argcount + ["keyword-only argument"] * code.co_kwonlyargcount
+    kinds += ["*args"] * bool(code.co_flags & inspect.CO_VARARGS)
+    kinds += ["**kwargs"] * bool(code.co_flags & inspect.CO_VARKEYWORDS)
+    arguments = code.co_varnames[: len(kinds)]
+    places = {name: (kind, i) for i, (name, kind) in enumerate(zip(arguments, kinds, strict=True))}
+    for instruction in instructions:
+        if instruction.opcode in _NAMES_A_VARIABLE:
+            value = instruction.argval
+            for name in value if isinstance(value, tuple) else (value,):
+                if isinstance(name, str) and name not in places:
+                    places[name] = ("variable", len(places) - len(arguments))
+    return places
 
 
 def _body(code: types.CodeType) -> tuple[object, ...]:
-    """A code object's arguments, local names and instructions (each by name and value).
+    """A code object's instructions, each by name and value, its variables by place, not by name.
 
-    No index into the code object's tables: ``LOAD_CONST``'s operand is an index into ``co_consts``,
-    whose layout depends on the docstring and on the Python version (3.14 no longer puts a ``None``
-    first in a function without one), so values are compared instead; a jump by the position of its
-    target; a nested function by its own body. The docstring, the name and line numbers are left out.
+    Only the instructions: not the signature, so an argument the body never reads changes nothing,
+    and a variable (an argument included) is compared by its place (see :func:`_variables`), not by
+    its name. No index into the code object's tables: ``LOAD_CONST``'s operand is an index into
+    ``co_consts``, whose layout depends on the docstring and on the Python version (3.14 no longer
+    puts a ``None`` first in a function without one), so values are compared instead; a jump by the
+    position of its target; a nested function by its own body. The docstring, the name and line
+    numbers are left out.
     """
     instructions = list(dis.get_instructions(code))
     kept: list[dis.Instruction] = []
@@ -54,6 +80,7 @@ def _body(code: types.CodeType) -> tuple[object, ...]:
         position[instruction.offset] = len(kept)
         if instruction.opname not in _NOT_THE_BODY:
             kept.append(instruction)
+    places = _variables(code, kept)
     steps = []
     for instruction in kept:
         value = instruction.argval
@@ -61,12 +88,15 @@ def _body(code: types.CodeType) -> tuple[object, ...]:
             value = _body(value)
         elif instruction.opcode in _JUMPS and isinstance(value, int):
             value = position.get(value, value)
+        elif instruction.opcode in _NAMES_A_VARIABLE:
+            names = value if isinstance(value, tuple) else (value,)
+            value = tuple(places.get(name, name) for name in names)
         steps.append((instruction.opname, type(value).__name__, value))
-    return code.co_argcount, code.co_kwonlyargcount, code.co_varnames, tuple(steps)
+    return tuple(steps)
 
 
 def _same_code(a: Callable[..., object], b: Callable[..., object]) -> bool:
-    """Whether two functions have the same body (their names, docstrings and line numbers aside).
+    """Whether two functions have the same body (names, docstrings, unread arguments and line numbers aside).
 
     A compiled or ``functools.wraps``-decorated function is compared by the function it wraps.
     """
@@ -137,8 +167,8 @@ def check_refactor(candidate: Callable[[torch.Tensor], torch.Tensor] | None) -> 
     )
     assert not _same_code(candidate, activation), (
         "Exercise 1: candidate has the same body as activation. Hint: change how it is written "
-        "(argument or variable names, a local variable, a helper function); a comment or a new "
-        "function name alone leaves the body as it was"
+        "(a local variable, a helper function); a comment, new names or an argument the body never "
+        "reads leave the body as it was"
     )
     calls_activation = (
         "Exercise 1: candidate calls activation itself, so its graph is activation's by "
