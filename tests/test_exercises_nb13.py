@@ -127,6 +127,24 @@ class _EveryLengthChecked(nn.Module):
         return x[:, :longest]
 
 
+class _BoundTypedIn(nn.Module):
+    """Bounds the length by 10, the width of the check's first batch, instead of by x."""
+
+    def forward(self, x, lengths):
+        longest = lengths.max().item()
+        torch._check(longest >= 1)
+        torch._check(longest <= 10)
+        return x[:, :longest]
+
+
+class _MessageReadsTheValue(nn.Module):
+    def forward(self, x, lengths):
+        longest = lengths.max().item()
+        torch._check(longest >= 1, lambda: f"the longest length is {longest}")
+        torch._check(longest <= x.shape[1])
+        return x[:, :longest]
+
+
 def test_truncate_not_answered_and_right():
     assert check_truncate(None) == "Exercise 2: not answered yet."
     assert check_truncate(_Checked).startswith("Exercise 2: correct")
@@ -141,6 +159,8 @@ def test_truncate_not_answered_and_right():
         (_UpperOnly, "longest length of 0 no longer raises"),
         (_FixedLength, r"returns a \(3, 6, 4\) tensor"),
         (_CheckedThenClamped, "past the batch no longer raises"),
+        (_BoundTypedIn, "past a narrower batch no longer raises"),
+        (_MessageReadsTheValue, "fullgraph=True raised|torch.export.export failed"),
         (_EveryLengthChecked, r"raises RuntimeError for lengths \[0, 3, 2\]"),
     ],
 )

@@ -172,8 +172,12 @@ def check_truncate(module: nn.Module | None) -> str:
         "a length past the batch": torch.tensor([3, 11, 2]),
     }
     _same_as_truncate("your module", module, x, samples)
-    for name, lengths in bad.items():
-        if not _raises(lambda lengths=lengths: module(x, lengths)):
+    # Another batch width: a bound typed in as a number instead of read from x fails here.
+    narrow = torch.randn(2, 5, 3)
+    _same_as_truncate("your module", module, narrow, [torch.tensor([2, 5])])
+    bad_narrow = {"a length past a narrower batch": (narrow, torch.tensor([2, 7]))}
+    for name, (batch, lengths) in {**{k: (x, v) for k, v in bad.items()}, **bad_narrow}.items():
+        if not _raises(lambda batch=batch, lengths=lengths: module(batch, lengths)):
             raise AssertionError(
                 f"Exercise 2: {name} no longer raises, even eagerly. Hint: keep the validation"
             )
@@ -195,7 +199,8 @@ def check_truncate(module: nn.Module | None) -> str:
         except Exception as error:  # noqa: BLE001
             raise AssertionError(
                 f"Exercise 2: fullgraph=True raised {type(error).__name__}: {str(error).splitlines()[0]}. "
-                "Hint: the same change that lets it export"
+                "Hint: torch.export traced it, so look at what fullgraph=True also traces (a message "
+                "function given to torch._check, for one)"
             ) from None
         for runner_name, runner in (("exported", exported), ("compiled", compiled)):
             _same_as_truncate(f"the {runner_name} module", runner, x, samples)
@@ -205,5 +210,11 @@ def check_truncate(module: nn.Module | None) -> str:
                         f"Exercise 2: the {runner_name} module accepts {name}, which Truncate refuses. "
                         "Hint: a check the compiler keeps runs at every call"
                     )
+        _same_as_truncate("the compiled module", compiled, narrow, [torch.tensor([2, 5])])
+        if not _raises(lambda: compiled(narrow, torch.tensor([2, 7]))):
+            raise AssertionError(
+                "Exercise 2: the compiled module accepts a length past a narrower batch, which Truncate "
+                "refuses. Hint: bound the length by the batch, not by a number"
+            )
     torch._dynamo.reset()
     return "Exercise 2: correct: one graph, exported and compiled, and bad lengths still raise."
