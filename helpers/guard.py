@@ -135,17 +135,19 @@ def _compile_disabled_by_env() -> bool:
 
 def _python_problem(version: Version) -> str | None:
     python = tuple(sys.version_info[:2])
-    if version >= _NEWEST_PYTHON_BY_TORCH[-1][0]:
-        # Recent torch knows its own limits (torch 2.13 refuses Python 3.15+): ask it.
-        try:
-            from torch._dynamo.eval_frame import check_if_dynamo_supported
-        except ImportError:
-            return None
+    # Torch knows its own limits (a newest Python, a free-threaded build before 3.13.3): ask it
+    # first, on every release that has the check (2.8 does); the table below names the way out.
+    try:
+        from torch._dynamo.eval_frame import check_if_dynamo_supported
+    except ImportError:
+        check_if_dynamo_supported = None
+    if check_if_dynamo_supported is not None:
         try:
             check_if_dynamo_supported()
         except RuntimeError as error:
             return f"Dynamo cannot run on this Python ({error})."
-        return None
+        if version >= _NEWEST_PYTHON_BY_TORCH[-1][0]:
+            return None
     newest = max(py for first, py in _NEWEST_PYTHON_BY_TORCH if version >= first)
     if python > newest:
         return (
@@ -222,6 +224,23 @@ def _probe_cxx(path: str, windows: bool, include_dirs: list[str]) -> str | None:
     return _probe_results[key]
 
 
+def _missing_python_h(windows: bool) -> str | None:
+    """Why kernels cannot be built here for want of ``Python.h``, or ``None`` when it is found.
+
+    A venv on a distribution's Python without its -dev package has the compilers, not the header
+    that Inductor's C++ kernels and Triton's launchers include.
+    """
+    include_dirs = _python_include_dirs(windows)
+    if any((Path(folder) / "Python.h").is_file() for folder in include_dirs):
+        return None
+    python = f"python{sys.version_info[0]}.{sys.version_info[1]}"
+    return (
+        f"Inductor's kernels (C++ on a CPU, Triton's launchers on a GPU) include Python.h, and there is "
+        f"no Python.h in {' or '.join(include_dirs)}: install this Python's development headers "
+        f"(on Debian or Ubuntu: apt install {python}-dev), or use backend='aot_eager'."
+    )
+
+
 def _cxx_problem(windows: bool) -> str | None:
     """Why Inductor cannot build CPU kernels here, or ``None`` when a compiler builds against
     ``Python.h``."""
@@ -232,15 +251,9 @@ def _cxx_problem(windows: bool) -> str | None:
         if path is None:
             failures.append(f"{name} is not on the PATH")
             continue
-        if not any((Path(folder) / "Python.h").is_file() for folder in include_dirs):
-            # A venv on a distribution's Python without its -dev package: the compiler is there,
-            # the header every kernel includes is not.
-            python = f"python{sys.version_info[0]}.{sys.version_info[1]}"
-            return (
-                f"Inductor's C++ kernels include Python.h, and there is no Python.h in "
-                f"{' or '.join(include_dirs)}: install this Python's development headers "
-                f"(on Debian or Ubuntu: apt install {python}-dev), or use backend='aot_eager'."
-            )
+        missing = _missing_python_h(windows)
+        if missing:
+            return missing
         failure = _probe_cxx(path, windows, include_dirs)
         if failure is None:
             return None
@@ -282,6 +295,11 @@ def _device_problem(device: str, version: Version, windows: bool, backend: str) 
                 "Triton builds each kernel's launcher with a C compiler, and none was found (it reads $CC, "
                 "then looks for gcc and clang on the PATH). Install gcc or clang."
             )
+        if needs_codegen and not windows:
+            # Triton's launchers are Python extensions too: its C files include Python.h.
+            missing = _missing_python_h(windows)
+            if missing:
+                return missing
         major, minor = cuda_capability()  # the GPU profile's, where one is set
         if needs_codegen and (major, minor) < (7, 0):
             name = torch.cuda.get_device_name()

@@ -245,6 +245,29 @@ def test_modern_gpu_with_triton(linux_with_compiler, monkeypatch):
     assert compile_support(torch.device("cuda", 0)).ok
 
 
+def test_gpu_without_python_headers(linux_with_compiler, monkeypatch, tmp_path_factory):
+    # Triton's launchers are C files that include Python.h: a GPU needs the headers as a CPU does.
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: True)
+    monkeypatch.setattr(guard.importlib.util, "find_spec", lambda name: object())
+    monkeypatch.setattr(torch.cuda, "get_device_capability", lambda *a: (8, 9))
+    python_headers_in(monkeypatch, tmp_path_factory.mktemp("no-headers"))
+    verdict = compile_support("cuda")
+    assert not verdict.ok and "Python.h" in verdict.reason and "Triton" in verdict.reason
+
+
+def test_python_is_asked_of_dynamo_on_every_release(linux_with_compiler, monkeypatch):
+    # torch 2.8 refuses a free-threaded Python before 3.13.3, which no table of newest versions says.
+    import torch._dynamo.eval_frame as eval_frame
+
+    def refuse():
+        raise RuntimeError("Python < 3.13.3 built with GIL disabled is not supported")
+
+    monkeypatch.setattr(eval_frame, "check_if_dynamo_supported", refuse)
+    monkeypatch.setattr(torch, "__version__", "2.8.0")
+    verdict = compile_support("cpu")
+    assert not verdict.ok and "GIL disabled" in verdict.reason
+
+
 def test_mps_missing_and_too_old(linux_with_compiler, monkeypatch):
     assert not compile_support("mps").ok
     monkeypatch.setattr(torch.backends.mps, "is_available", lambda: True)
