@@ -235,7 +235,7 @@ def _missing_python_h(windows: bool) -> str | None:
         return None
     python = f"python{sys.version_info[0]}.{sys.version_info[1]}"
     return (
-        f"Inductor's kernels (C++ on a CPU, Triton's launchers on a GPU) include Python.h, and there is "
+        f"Inductor's C++ kernels and Triton's CUDA driver module include Python.h, and there is "
         f"no Python.h in {' or '.join(include_dirs)}: install this Python's development headers "
         f"(on Debian or Ubuntu: apt install {python}-dev), or use backend='aot_eager'."
     )
@@ -292,11 +292,12 @@ def _device_problem(device: str, version: Version, windows: bool, backend: str) 
             )
         if needs_codegen and not windows and _triton_c_compiler() is None:  # triton-windows bundles one
             return (
-                "Triton builds each kernel's launcher with a C compiler, and none was found (it reads $CC, "
+                "Triton builds its CUDA driver module (C that includes Python.h) with a C compiler, and "
+                "none was found (it reads $CC, "
                 "then looks for gcc and clang on the PATH). Install gcc or clang."
             )
         if needs_codegen and not windows:
-            # Triton's launchers are Python extensions too: its C files include Python.h.
+            # Triton's CUDA driver module is a Python extension too: its C source includes Python.h.
             missing = _missing_python_h(windows)
             if missing:
                 return missing

@@ -145,6 +145,16 @@ class _MessageReadsTheValue(nn.Module):
         return x[:, :longest]
 
 
+class _NonZeroOnly(nn.Module):
+    """Refuses a longest length of 0 but not a negative one, which slices from the end."""
+
+    def forward(self, x, lengths):
+        longest = lengths.max().item()
+        torch._check(longest != 0)
+        torch._check(longest <= x.shape[1])
+        return x[:, :longest]
+
+
 def test_truncate_not_answered_and_right():
     assert check_truncate(None) == "Exercise 2: not answered yet."
     assert check_truncate(_Checked).startswith("Exercise 2: correct")
@@ -160,6 +170,7 @@ def test_truncate_not_answered_and_right():
         (_FixedLength, r"returns a \(3, 6, 4\) tensor"),
         (_CheckedThenClamped, "past the batch no longer raises"),
         (_BoundTypedIn, "past a narrower batch no longer raises"),
+        (_NonZeroOnly, "negative longest length|torch.export.export failed"),
         (_MessageReadsTheValue, "fullgraph=True raised|torch.export.export failed"),
         (_EveryLengthChecked, r"raises RuntimeError for lengths \[0, 3, 2\]"),
     ],

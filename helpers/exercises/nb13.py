@@ -170,6 +170,7 @@ def check_truncate(module: nn.Module | None) -> str:
     bad = {
         "a longest length of 0": torch.tensor([0, 0, 0]),
         "a length past the batch": torch.tensor([3, 11, 2]),
+        "a negative longest length": torch.tensor([-1, -2, -3]),
     }
     _same_as_truncate("your module", module, x, samples)
     # Another batch width: a bound typed in as a number instead of read from x fails here.
