@@ -2,18 +2,25 @@
 
 Torch's log artifacts (graph breaks, guards, recompilations) are worth reading in a lesson,
 but on stderr they carry machine paths and differ between machines. ``captured_log``
-collects them for the notebook to print what matters; ``without_paths`` cuts file paths;
+collects them for the notebook to print what matters; ``generated_code`` keeps the programs
+Inductor writes (``TORCH_LOGS="output_code"``); ``without_paths`` cuts file paths;
 ``native_stderr_discarded`` silences what C++ code writes to stderr (the profiler's log lines).
 """
 
 from __future__ import annotations
 
 import contextlib
+import importlib
 import logging
 import os
 import re
 import sys
 from collections.abc import Iterator
+
+import torch
+
+OUTPUT_CODE_LOGGER = "torch._inductor.codecache.__output_code"  # the same name on torch 2.8 to 2.15
+_OUTPUT_CODE_PREFIX = "Output code: \n"
 
 
 @contextlib.contextmanager
@@ -42,6 +49,40 @@ def captured_log(*names: str) -> Iterator[list[str]]:
     finally:
         for logger in loggers:
             logger.removeFilter(keep)
+
+
+@contextlib.contextmanager
+def generated_code() -> Iterator[list[str]]:
+    r"""Collect the Python program Inductor generates for each graph compiled inside the block.
+
+    It is what ``TORCH_LOGS="output_code"`` prints: the block runs under
+    ``torch._logging.set_logs(output_code=True)``, the programs land in the yielded list (one per
+    compiled graph, in order, also for a graph loaded from Inductor's cache) instead of on stderr,
+    and the log settings go back to the defaults at the end.
+
+    Example:
+        >>> with generated_code() as programs:  # a compile inside logs the same way
+        ...     logging.getLogger(OUTPUT_CODE_LOGGER).debug("Output code: \n%s", "def call(args): ...")
+        >>> programs
+        ['def call(args): ...']
+    """
+    importlib.import_module("torch._inductor.codecache")  # creates the logger that set_logs turns on
+
+    torch._logging.set_logs(output_code=True)
+    try:
+        if not logging.getLogger(OUTPUT_CODE_LOGGER).isEnabledFor(logging.DEBUG):
+            # set_logs does nothing while TORCH_LOGS is set, so only TORCH_LOGS can turn the log on
+            raise RuntimeError(
+                f"generated_code needs the output_code log, and TORCH_LOGS={os.environ.get('TORCH_LOGS')!r} "
+                "leaves it off; add output_code to TORCH_LOGS or unset it"
+            )
+        with captured_log(OUTPUT_CODE_LOGGER) as messages:
+            programs: list[str] = []
+            yield programs
+            prefix = _OUTPUT_CODE_PREFIX  # the other output_code messages name files
+            programs.extend(m.removeprefix(prefix) for m in messages if m.startswith(prefix))
+    finally:
+        torch._logging.set_logs()
 
 
 def without_paths(text: str) -> str:

@@ -1,13 +1,17 @@
-"""captured_log keeps torch's log records off stderr; without_paths cuts machine paths."""
+"""captured_log keeps torch's log records off stderr, generated_code keeps Inductor's programs,
+without_paths cuts machine paths."""
 
 from __future__ import annotations
 
 import logging
+import os
 
 import pytest
 import torch
+from torch._inductor.utils import fresh_cache
 
-from helpers.logs import captured_log, without_paths
+from helpers.guard import compile_support
+from helpers.logs import OUTPUT_CODE_LOGGER, captured_log, generated_code, without_paths
 
 
 def test_captures_a_real_dynamo_log_and_keeps_it_off_stderr(capsys):
@@ -62,3 +66,36 @@ def test_native_stderr_discarded_hides_file_descriptor_2_inside_the_block_only()
     )
     done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, check=True)
     assert done.stderr == "after\n"
+
+
+needs_inductor = pytest.mark.skipif(not compile_support("cpu").ok, reason="Inductor cannot build C++ here")
+
+
+@needs_inductor
+def test_generated_code_keeps_one_program_per_graph_also_from_the_cache(capsys):
+    def broken(x):
+        x = x.cos() * 2
+        torch._dynamo.graph_break()
+        return x.exp() + 1
+
+    with fresh_cache():
+        for source in ("compiled", "from the cache"):
+            torch._dynamo.reset()
+            with generated_code() as programs:
+                torch.compile(broken)(torch.ones(8))
+            assert len(programs) == 2, source
+            assert all("def call(" in program for program in programs), source
+    torch._dynamo.reset()
+    assert "Output code" not in capsys.readouterr().err
+    assert not logging.getLogger(OUTPUT_CODE_LOGGER).isEnabledFor(logging.DEBUG)  # set back
+
+
+def test_generated_code_says_when_torch_logs_keeps_the_log_off():
+    import subprocess
+    import sys
+
+    script = "from helpers.logs import generated_code\nwith generated_code():\n    pass\n"
+    env = {**os.environ, "TORCH_LOGS": "graph_breaks"}
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, env=env)
+    assert done.returncode != 0
+    assert "add output_code to TORCH_LOGS or unset it" in done.stderr

@@ -14,6 +14,7 @@ import torch
 from packaging.version import Version
 
 from helpers.exercises import check_answer
+from helpers.logs import generated_code
 
 #: (installed version, minimum release) -> does the course's rule say "at least"? A floor check
 #: like the guard's torch >= 2.0, where a snapshot or release candidate counts as the release it
@@ -163,9 +164,9 @@ def check_kernel_counts(
             f"Exercise {exercise}: fn does not compute layer_norm(gelu(x @ weight) + x) yet; add the "
             "layer norm over the last dimension, then count the kernels of the changed function."
         ) from error
-    from torch._inductor.utils import run_and_get_code
-
-    _, programs = run_and_get_code(torch.compile(fn), x, weight)
+    torch._dynamo.reset()
+    with generated_code() as programs:
+        torch.compile(fn)(x, weight)
     torch._dynamo.reset()
     observed = tuple(map(sum, zip(*(kernel_counts(code) for code in programs), strict=True))) or (0, 0)
     return check_answer(
