@@ -101,8 +101,8 @@ def check_version_guard(candidate: Callable[[str, str], bool | None], *, exercis
         exercise,
         compiled_graphs,
         expected,
-        hint="graphs compiled per (version, minimum); parse both, compare base versions "
-        "(all three parts, pre-release and +local tags dropped), with >=",
+        hint="the numbers are the graphs compiled per (version, minimum), 1 where your function said "
+        "yes; under the course's rule (section 4), which of these builds count as their release?",
     )
 
 
