@@ -329,3 +329,26 @@ def test_sampler_rejects_running_eagerly_and_undoes_it(skips_compiling, match):
 def test_sampler_bad_input_names_the_argument(bad):
     with pytest.raises(TypeError, match="sampler_class"):
         check_sampler(bad)
+
+
+@pytest.mark.filterwarnings("ignore")
+@pytest.mark.parametrize(
+    "wrong",
+    [
+        FloatSampler,
+        TensorOfFloatSampler,
+        DisabledHelperSampler,
+        ItemSampler,
+        ForceEagerSampler,
+        LimitOfOneSampler,
+    ],
+    ids=lambda v: v.__name__,
+)
+def test_sampler_messages_point_without_giving_the_answer(wrong):
+    # Review: the hints said "keep the temperature in a tensor (a buffer) and update it in place",
+    # the whole answer, and more than the check asks (a new tensor each time passes too).
+    with pytest.raises(AssertionError) as raised:
+        check_sampler(wrong)
+    message = str(raised.value).lower()
+    assert "hint:" in message
+    assert not any(answer in message for answer in ("buffer", "in place", "tensor")), message

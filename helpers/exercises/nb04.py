@@ -235,7 +235,7 @@ def check_sampler(sampler_class: type[torch.nn.Module] | None) -> str:
             )
             assert warmup.graph_breaks == 0, (
                 f"Exercise 3: the warm-up hit {warmup.graph_breaks} graph break(s), so part of the "
-                "forward runs outside the graph. Hint: keep the temperature a tensor inside the graph "
+                "forward runs outside the graph. Hint: keep the whole forward in the graph "
                 "(no .item(), float() or disabled helper)"
             )
             compiles = backend.compiles
@@ -254,21 +254,21 @@ def check_sampler(sampler_class: type[torch.nn.Module] | None) -> str:
                         ) from None
                     assert backend.compiles == compiles, (
                         f"Exercise 3: at temperature {temperature} Dynamo compiled a new graph "
-                        "(a new temperature recompiled, or the cache was reset). Hint: keep the "
-                        "temperature in a tensor (a buffer) and update it in place"
+                        "(a new temperature recompiled, or the cache was reset). Hint: a Python number "
+                        "is guarded by its value; section 2's last table shows what is not"
                     )
                     assert backend.runs > runs, (
                         f"Exercise 3: at temperature {temperature} the forward ran eagerly, not the "
                         "compiled graph: a stance (force_eager, eager_on_recompile) or a lower "
-                        "recompile limit skips recompiling, it does not avoid it. Hint: keep the "
-                        "temperature in a tensor (a buffer) and update it in place"
+                        "recompile limit skips recompiling, it does not avoid it. Hint: make the "
+                        "warm-up's graph accept every temperature"
                     )
     except RuntimeError as error:
         if "fail_on_recompile" not in str(error):
             raise
         raise AssertionError(
             "Exercise 3: a new temperature recompiled. Hint: a Python number is guarded by its value; "
-            "keep the temperature in a tensor (a buffer) and update it in place"
+            "section 2's last table shows what is not"
         ) from None
     finally:
         torch.compiler.set_stance("default")
