@@ -347,6 +347,11 @@ def median_sign(x):
     return torch.cond(x.median() > 0, lambda t: t.cos() + 1, lambda t: t.sin() - 1, (x,))
 
 
+def at_least_zero(x):
+    """A sum of 0 takes the first branch here, the second in signed_step."""
+    return torch.cond(x.sum() >= 0, lambda t: t.cos() + 1, lambda t: t.sin() - 1, (x,))
+
+
 def with_mean(x):
     """Also right: the mean has the sum's sign."""
     return torch.cond(x.mean() > 0, lambda t: t.cos() + 1, lambda t: t.sin() - 1, (x,))
@@ -368,6 +373,7 @@ def test_signed_step_not_answered_and_right():
         (any_positive, "mixed signs"),
         (majority_vote, "more negatives|more positives"),
         (median_sign, "more negatives|more positives"),
+        (at_least_zero, "whose sum is 0"),
     ],
     ids=lambda v: getattr(v, "__name__", v),
 )

@@ -282,8 +282,8 @@ def check_signed_step(candidate: Callable[[torch.Tensor], torch.Tensor] | None) 
     """Exercise 3: ``candidate`` is ``signed_step`` with ``torch.cond``: one graph under ``fullgraph=True``.
 
     The check compiles ``candidate`` with ``fullgraph=True`` (``backend="eager"``), compares it with
-    ``signed_step`` on a positive, a negative and two mixed-sign inputs (the sum's sign decides),
-    and asserts that the captured graph holds a ``torch.cond``.
+    ``signed_step`` on a positive, a negative and mixed-sign inputs (the sum's sign decides; one
+    sums to exactly 0), and asserts that the captured graph holds a ``torch.cond``.
 
     Example:
         >>> check_signed_step(None)
@@ -305,6 +305,8 @@ def check_signed_step(candidate: Callable[[torch.Tensor], torch.Tensor] | None) 
         # Most elements and the median negative, the sum positive (and the other way round).
         "an input with more negatives and a positive sum": torch.tensor([3.0, -1.0, -1.0, -0.5, 0.2]),
         "an input with more positives and a negative sum": torch.tensor([-3.0, 1.0, 1.0, 0.5, -0.2]),
+        # The predicate's boundary: a sum of exactly 0 (each value and partial sum is exact in float32).
+        "an input of mixed signs whose sum is 0": torch.tensor([0.5, -1.0, 0.25, 0.75, -0.5]),
     }
     torch._dynamo.reset()
     compiled = torch.compile(candidate, backend="eager", fullgraph=True)
