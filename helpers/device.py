@@ -145,13 +145,22 @@ def tf32_matmuls(device: str | torch.device | None = "cpu") -> bool:
     )
 
 
+def _onednn_tf32() -> bool:
+    """Whether oneDNN may run CPU float32 matmuls in TF32 (the setting exists from torch 2.9)."""
+    matmul = getattr(torch.backends.mkldnn, "matmul", None)
+    return getattr(matmul, "fp32_precision", None) == "tf32"
+
+
 def float32_tolerance(device: str | torch.device | None, full_precision: float) -> dict[str, float]:
     """``rtol``/``atol`` for comparing compiled float32 with eager float32 on ``device``.
 
-    ``full_precision`` where float32 matmuls run in float32. Where they run in TF32, eager and
-    compiled round a matmul's inputs differently as soon as a fused kernel changes a last bit,
-    so the tolerance is measured: ten times the relative error TF32 puts into one 512 x 512 matmul
-    here (against float64 on the CPU), rounded up to a power of ten.
+    ``full_precision`` where float32 matmuls run in float32. Where they may run in TF32 (a CUDA GPU
+    from Ampere on, or a CPU whose oneDNN float32 matmuls are set to ``"tf32"``, which
+    ``torch.set_float32_matmul_precision("high")`` does from torch 2.9), eager and compiled round a
+    matmul's inputs differently as soon as a fused kernel changes a last bit, so the tolerance is
+    measured: ten times the relative error of one 512 x 512 matmul here (against float64 on the
+    CPU), rounded up to a power of ten, and never below ``full_precision``. A CPU without TF32
+    hardware keeps float32, so its measured tolerance stays ``full_precision``.
 
     Example:
         >>> float32_tolerance("cpu", 1e-4)
@@ -160,7 +169,7 @@ def float32_tolerance(device: str | torch.device | None, full_precision: float) 
     if not isinstance(full_precision, float) or not 0 < full_precision < 1:
         raise ValueError(f"full_precision must be a float in (0, 1), such as 1e-4; got {full_precision!r}")
     name = normalize_device(device)
-    if not tf32_matmuls(name):
+    if not (tf32_matmuls(name) or (name == "cpu" and _onednn_tf32())):
         return {"rtol": full_precision, "atol": full_precision}
     generator = torch.Generator().manual_seed(0)
     a, b = (torch.randn(512, 512, generator=generator) for _ in range(2))

@@ -164,6 +164,21 @@ def test_float32_tolerance_under_tf32_comes_from_its_measured_error(monkeypatch)
     assert device.float32_tolerance("cpu", 1e-4) == {"rtol": 1e-2, "atol": 1e-2}
 
 
+def test_float32_tolerance_on_a_cpu_set_to_onednn_tf32_is_measured(monkeypatch):
+    monkeypatch.setattr(device, "_onednn_tf32", lambda: True)
+    measured = []
+    real_matmul = torch.Tensor.__matmul__
+
+    def counted_matmul(a, b):
+        measured.append(a.dtype)
+        return real_matmul(a, b)
+
+    monkeypatch.setattr(torch.Tensor, "__matmul__", counted_matmul)
+    tolerance = device.float32_tolerance("cpu", 1e-4)
+    assert torch.float32 in measured  # the float32 matmul was measured, not assumed
+    assert tolerance["rtol"] >= 1e-4 and tolerance["rtol"] == tolerance["atol"]
+
+
 def test_no_float64_on_the_notebooks_device():
     # MPS has no float64: a float64 tensor in a notebook is made from a CPU tensor (07's reference).
     for path in sorted((ROOT / "notebooks").glob("*.ipynb")):
