@@ -35,7 +35,8 @@ def frozen_right(model, x):
 
 
 def options_only(model, x):
-    """The trap: options= reach Inductor after Dynamo made the weights graph inputs."""
+    """The trap, and exercise 1's suggested start: options= reach Inductor after Dynamo made the
+    weights graph inputs."""
     with torch.inference_mode():
         compiled = torch.compile(model, options={"freezing": True})
         compiled(x)
@@ -175,6 +176,16 @@ def test_frozen_messages_name_the_folded_weight():
         check_frozen(options_only)
 
 
+def test_frozen_hint_points_without_giving_the_fix():
+    """Review: the suggested start fails because nothing froze, and its hint points to section 3
+    instead of naming the setting that fixes it."""
+    with pytest.raises(AssertionError, match="saw a weight change") as caught:
+        check_frozen(options_only)
+    message = str(caught.value)
+    assert "section 3" in message
+    assert "config.freezing" not in message and "inference_mode" not in message
+
+
 def test_frozen_bad_input_names_the_argument():
     with pytest.raises(TypeError, match="compile_frozen"):
         check_frozen("torch.compile")
@@ -226,6 +237,12 @@ def test_autotuned_not_answered_and_right():
 def test_autotuned_wrong(wrong, match):
     with pytest.raises(AssertionError, match=match):
         check_autotuned(wrong)
+
+
+def test_autotuned_hint_says_how_to_open_the_rule():
+    with pytest.raises(AssertionError, match="tuned no matrix multiply") as caught:
+        check_autotuned(lambda x, w: x @ w)
+    assert "inspect.getsource(torch._inductor.utils.use_cpp_bmm_template)" in str(caught.value)
 
 
 def test_autotuned_bad_input_names_the_argument():

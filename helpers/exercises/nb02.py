@@ -135,9 +135,8 @@ def check_frozen(compile_frozen: Callable[[nn.Module, torch.Tensor], Any] | None
         if torch.allclose(after, live, rtol=1e-4, atol=1e-5):
             raise AssertionError(
                 "Exercise 1: the compiled model saw a weight change (of gain, whose exp(gain) freezing "
-                "folds into a constant), so its weights are graph inputs, not frozen. Hint: Dynamo reads "
-                "the global torch._inductor.config.freezing while it traces the first call, and only "
-                "with gradients off; options= reach Inductor too late"
+                "folds into a constant), so its weights are graph inputs, not frozen. Hint: of section 3's "
+                "three ways to freeze the MLP, only one froze it: what did it set, and around which call?"
             )
         try:
             torch.testing.assert_close(after, expected_new, rtol=1e-4, atol=1e-5)
@@ -149,8 +148,8 @@ def check_frozen(compile_frozen: Callable[[nn.Module, torch.Tensor], Any] | None
         assert model.gain.untyped_storage().data_ptr() in frozen_storages, (
             "Exercise 1: the compiled model did not see the weight change, but Inductor's freezing pass "
             "froze none of the given model's weights: it compiled other weights (a copy?), or froze "
-            "no weights at all (options= only). Hint: compile the model you were given, with the "
-            "freezing global on"
+            "no weights at all (options= only). Hint: compile the model you were given, frozen "
+            "the way section 3 froze the MLP"
         )
     finally:
         torch._dynamo.reset()
@@ -271,8 +270,8 @@ def check_autotuned(project: Callable[[torch.Tensor, torch.Tensor], torch.Tensor
     torch.testing.assert_close(compiled_result, expected, rtol=1e-3, atol=1e-3)
     assert runs >= 1, (
         "Exercise 2: max-autotune tuned no matrix multiply. Hint: on a CPU a 2-D matmul (x @ w, "
-        "torch.matmul, a Linear) is tuned only when its weight is a constant (freezing); read "
-        "use_cpp_bmm_template in torch/_inductor/utils.py for the op that is tuned without"
+        "torch.matmul, a Linear) is tuned only when its weight is a constant (freezing); for the op "
+        "that is tuned without, print inspect.getsource(torch._inductor.utils.use_cpp_bmm_template)"
     )
     # The tuned GEMM must be the projection itself, not an extra batched product beside a 2-D one.
     from torch.fx.experimental.proxy_tensor import make_fx
