@@ -80,22 +80,33 @@ def alternating_stack(n_blocks: int = N_BLOCKS) -> nn.Sequential:
         return nn.Sequential(*[Mixer() if i % 2 == 0 else Norm() for i in range(n_blocks)])
 
 
-def _regional_frames(stack: nn.Sequential, x: torch.Tensor) -> tuple[torch.Tensor, CompileCounts]:
-    """Compile each block of ``stack`` with aot_eager; run it once; return its output and counts."""
+def _regional_frames(
+    stack: nn.Sequential, x: torch.Tensor, *, grad: bool = False
+) -> tuple[torch.Tensor, CompileCounts]:
+    """After a reset, compile each block of ``stack`` with aot_eager and run it once, under
+    ``torch.no_grad()`` unless ``grad``; return its output and counts."""
     torch._dynamo.reset()
     for block in stack:
         block.compile(backend="aot_eager")
-    with CompileCounts() as counts, torch.no_grad():
+    with CompileCounts() as counts, torch.set_grad_enabled(grad):
         out = stack(x)
     torch._dynamo.reset()
     return out, counts
 
 
+def _wrong(exercise: int, what: str, hint: str) -> AssertionError:
+    """A wrong answer: what is wrong with it, then a hint; never the expected value."""
+    return AssertionError(f"Exercise {exercise}: {what}. Hint: {hint.rstrip('.')}.")
+
+
 def check_regional_frames(frames_read: int | None) -> str:
     """Exercise 1: the frames Dynamo compiles for ``alternating_stack()`` compiled block by block.
 
-    The check compiles the stack itself (``block.compile(backend="aot_eager")`` on each block)
-    and compares your number with the frames it counts.
+    The check counts the way the exercise says: after ``torch._dynamo.reset()`` it compiles each
+    block with ``block.compile(backend="aot_eager")`` and runs the stack once under
+    ``torch.no_grad()`` inside ``CompileCounts()``. A wrong number is told what it is (nothing
+    counted, the count with gradients on, one per block) or only that it is wrong: never higher or
+    lower, so the answer cannot be found by trying numbers.
 
     Example:
         >>> check_regional_frames(None)
@@ -107,14 +118,34 @@ def check_regional_frames(frames_read: int | None) -> str:
         )
     if frames_read is None:
         return check_answer(1, None, None, hint="unused")
-    _, counts = _regional_frames(alternating_stack(), torch.randn(2, WIDTH))
-    return check_answer(
-        1,
-        frames_read,
-        counts.frames,
-        hint="compiled code is shared by every block that runs the same forward with the same "
-        "kinds of inputs; count the frames with CompileCounts rather than the blocks",
+    hint = (
+        "compiled code is shared by every block that runs the same forward with the same kinds of "
+        "inputs; reset Dynamo, compile each block, and count one run under torch.no_grad() with "
+        "CompileCounts"
     )
+    stack = alternating_stack()
+    _, counts = _regional_frames(stack, torch.randn(2, WIDTH))
+    if frames_read == counts.frames:
+        return check_answer(1, frames_read, counts.frames, hint=hint)
+    if frames_read == 0:
+        raise _wrong(
+            1,
+            "0 frames means nothing was compiled inside your CompileCounts(): the blocks had been "
+            "compiled by an earlier run of the cell, and Dynamo reused that code",
+            "call torch._dynamo.reset() before compiling the blocks, then count again",
+        )
+    _, with_grad = _regional_frames(alternating_stack(), torch.randn(2, WIDTH), grad=True)
+    if frames_read == with_grad.frames:
+        raise _wrong(
+            1,
+            f"{frames_read} is the count with gradients on, where a block first compiled for an input "
+            "that does not require grad is compiled again for one that does (CompileCounts shows it "
+            "as a recompilation)",
+            "run the stack under torch.no_grad(), as the exercise says",
+        )
+    if frames_read == len(stack):
+        raise _wrong(1, f"{frames_read} counts the blocks, not the frames Dynamo compiled", hint)
+    raise _wrong(1, f"{frames_read} is not the number of frames Dynamo compiles for this stack", hint)
 
 
 def _depth_scaled_stack(block_class: type) -> nn.Sequential:
@@ -152,14 +183,20 @@ def check_fixed_block(block_class: type[nn.Module] | None) -> str:
             "the nn.Linear first, as it does, so that the seed gives both the same weights).\n" + report
         ),
     )
-    reasons = counts.recompile_reasons[:1]
-    return check_answer(
-        2,
-        counts.frames,
-        1,
-        hint="a Python number on a module is a constant of the compiled code, a tensor (a buffer) "
-        f"is an input of the graph; the first recompile reason was {reasons}",
+    hint = (
+        "a Python number on a module is a constant of the compiled code, a tensor (a buffer) is an "
+        "input of the graph"
     )
+    if counts.frames != 1:
+        reason = counts.recompile_reasons[0] if counts.recompile_reasons else "none given"
+        raise _wrong(
+            2,
+            f"your six blocks compute the right numbers, but Dynamo compiled them {counts.frames} times, "
+            f"not once: something that differs between blocks is still guarded (the first recompile "
+            f"reason: {reason})",
+            hint,
+        )
+    return check_answer(2, counts.frames, 1, hint=hint)
 
 
 def _invoke_subgraph_calls(graph: torch.fx.Graph) -> list[torch.fx.Node]:
@@ -182,9 +219,12 @@ def check_mark_region(mark: Callable[[nn.Sequential], Any] | None) -> str:
     The check builds six ``Mixer`` blocks with different weights, calls ``mark(stack)``, compiles
     the whole stack with a backend that records Dynamo's graph, and requires:
 
-    - no block carries a ``forward`` of its own (an instance attribute, e.g. bound with
+    - ``mark`` leaves the classes alone: a class's ``forward`` replaced (``Mixer.forward = ...``)
+      changes every block of that class in the session, so the check puts it back and says so;
+    - no module carries a ``forward`` of its own (an instance attribute, e.g. bound with
       ``types.MethodType``): where a release reuses the region's first trace, such blocks all
-      compute with block 0's weights, silently;
+      compute with block 0's weights, silently; and marking a bound method (``block.forward``,
+      ``block.linear.forward``) fails inside torch 2.13 and 2.15 (not 2.8), which the check explains;
     - the compiled stack matches the eager one, each block with its own weights (rtol=atol=1e-5);
     - the graph calls ``invoke_subgraph`` six times, always the same subgraph, and does nothing
       else: the region is each block's whole ``forward`` (marking only its ``nn.Linear`` leaves
@@ -204,15 +244,53 @@ def check_mark_region(mark: Callable[[nn.Sequential], Any] | None) -> str:
         x = torch.randn(2, WIDTH)
     with torch.no_grad():
         expected = stack(x)
-    mark(stack)
-    own_forward = [index for index, block in enumerate(stack) if "forward" in vars(block)]
+    classes = {cls for module in stack.modules() for cls in type(module).__mro__ if cls is not object}
+    forwards = {cls: vars(cls).get("forward") for cls in classes}
+    region_hint = (
+        "mark the forward of a class (a subclass of Mixer, as section 2 does for GPT2Block) and switch "
+        "the blocks' __class__ to it"
+    )
+    try:
+        mark(stack)
+    except AttributeError as error:
+        if "__marked_compile_region_config__" not in str(error):
+            raise
+        raise _wrong(
+            3,
+            "nested_compile_region was given a bound method (such as block.forward or "
+            "block.linear.forward): it marks a plain function, and torch could not mark the method "
+            f"({error})",
+            region_hint,
+        ) from None
+    patched = sorted(
+        cls.__name__ for cls, forward in forwards.items() if vars(cls).get("forward") is not forward
+    )
+    for cls, forward in forwards.items():  # put every class back as it was, for the rest of the session
+        if vars(cls).get("forward") is not forward:
+            if forward is None:
+                delattr(cls, "forward")
+            else:
+                cls.forward = forward
+    if patched:
+        raise _wrong(
+            3,
+            f"your function changed the forward of the class {', '.join(patched)} itself, which "
+            "changes every such module in the session, not only this stack's blocks (the check has "
+            "put it back)",
+            "change only the blocks of `stack`: " + region_hint,
+        )
+    own_forward = [
+        "stack" + "".join(f"[{part}]" if part.isdigit() else f".{part}" for part in name.split(".") if part)
+        for name, module in stack.named_modules()
+        if "forward" in vars(module)
+    ]
     if own_forward:
-        raise AssertionError(
-            f"Exercise 3: blocks {own_forward} carry a forward of their own (an instance attribute). "
-            "Hint: a marked function bound to each block (types.MethodType) is reused with block 0's "
-            "weights on releases that trace a region once (it happens to work where every call is "
-            "traced): mark the forward of a class, e.g. a subclass of Mixer, and switch the blocks' "
-            "__class__ to it."
+        raise _wrong(
+            3,
+            f"{', '.join(own_forward)} carry a forward of their own (an instance attribute, set by "
+            "`module.forward = ...` or types.MethodType); where a release traces a region once and "
+            "reuses it, every block then computes with block 0's weights",
+            region_hint,
         )
     graphs: list[torch.fx.GraphModule] = []
 
@@ -237,22 +315,29 @@ def check_mark_region(mark: Callable[[nn.Sequential], Any] | None) -> str:
     )
     calls = [call for graph_module in graphs for call in _invoke_subgraph_calls(graph_module.graph)]
     bodies = {call.args[0].target for call in calls}
-    outside = [op for graph_module in graphs for op in _ops_outside_regions(graph_module.graph)]
-    return check_answer(
-        3,
-        {
-            "graphs": len(graphs),
-            "invoke_subgraph calls": len(calls),
-            "distinct subgraphs": len(bodies),
-            "operations outside the region": len(outside),
-        },
-        {
-            "graphs": 1,
-            "invoke_subgraph calls": N_BLOCKS,
-            "distinct subgraphs": 1,
-            "operations outside the region": 0,
-        },
-        hint="wrap the whole forward of one block class with torch.compiler.nested_compile_region and give "
-        "every block that class (section 2 did it for GPT2Block); operations left outside the region: "
-        f"{sorted(set(outside))}",
+    outside = sorted({op for graph_module in graphs for op in _ops_outside_regions(graph_module.graph)})
+    hint = (
+        "wrap the whole forward of one block class with torch.compiler.nested_compile_region and give "
+        "every block that class (section 2 did it for GPT2Block)"
     )
+    if len(graphs) != 1:
+        raise _wrong(3, f"Dynamo compiled {len(graphs)} graphs for the stack, not one (a graph break?)", hint)
+    if len(calls) != N_BLOCKS:
+        raise _wrong(
+            3,
+            f"the graph calls a region {len(calls)} times for {N_BLOCKS} blocks: every block must "
+            f"enter a marked forward (operations outside any region: {outside})",
+            hint,
+        )
+    if len(bodies) != 1:
+        raise _wrong(
+            3, f"the graph calls {len(bodies)} different subgraphs: the blocks do not share one region", hint
+        )
+    if outside:
+        raise _wrong(
+            3,
+            f"the graph still runs {outside} outside the region, once per block: the region is only part "
+            "of a block's forward",
+            hint,
+        )
+    return check_answer(3, len(calls), N_BLOCKS, hint=hint)
