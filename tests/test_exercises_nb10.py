@@ -38,6 +38,15 @@ def test_the_third_bug_passes_the_first_three_rungs():
 def test_exercise_1():
     assert check_third_bug({"first_backend": None, "subsystem": None}).endswith("not answered yet.")
     assert check_third_bug(dict(THIRD_BUG)) == "Exercise 1: correct."
+    # a first part alone is confirmed; the second waits
+    assert check_third_bug({"first_backend": "inductor", "subsystem": None}) == (
+        "Exercise 1: first_backend right so far; subsystem not answered yet."
+    )
+    only_subsystem = {"first_backend": None, "subsystem": THIRD_BUG["subsystem"]}
+    assert "subsystem right so far" in check_third_bug(only_subsystem)
+    # a wrong first part alone is rejected, without waiting for the second
+    with pytest.raises(AssertionError, match="wrong for 'first_backend'"):
+        check_third_bug({"first_backend": "aot_eager_decomp_partition", "subsystem": None})
     # by analogy with dropout: a decomposition at fault
     with pytest.raises(AssertionError, match="Exercise 1: wrong"):
         check_third_bug({"first_backend": "aot_eager_decomp_partition", "subsystem": "decomposition"})

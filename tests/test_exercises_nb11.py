@@ -93,6 +93,23 @@ def test_wrong_reports_are_rejected():
         verdict_of(2, report(batches=(EXAMPLE_BATCH,)))
 
 
+def test_exercise_2_hint_points_without_giving_the_answer():
+    static = report(batches=ANY_BATCHES, errors={"3": "RuntimeError: GuardManager check failed"})
+    del static["matches"]["3"]
+    with pytest.raises(AssertionError, match="section 3") as failed:
+        verdict_of(2, static)  # the same hint as check_any_batch's
+    assert "dynamic=True" not in str(failed.value) and "Dim" not in str(failed.value)
+
+
+def test_a_method_this_torch_lacks_is_named_before_shipping(monkeypatch):
+    import helpers.exercises.nb11 as nb11
+
+    monkeypatch.setattr(nb11, "precompile_available", lambda: False)
+    assert "precompiled function" not in nb11.offered_methods()
+    with pytest.raises(AssertionError, match="has no precompiled function by default; pick one of"):
+        nb11.check_shipped("precompiled function", lambda path: None)
+
+
 def test_exercise_2_asks_for_the_whole_range():
     # A range that stops short of 64 passed when the largest batch tried was 40.
     assert max(ANY_BATCHES) == 64 and EXAMPLE_BATCH in ANY_BATCHES

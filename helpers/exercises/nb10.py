@@ -49,6 +49,8 @@ def check_third_bug(answer: dict[str, Any]) -> str:
     Example:
         >>> check_third_bug({"first_backend": None, "subsystem": None})
         'Exercise 1: not answered yet.'
+        >>> check_third_bug({"first_backend": "inductor", "subsystem": None})
+        'Exercise 1: first_backend right so far; subsystem not answered yet.'
         >>> check_third_bug({"first_backend": "inductor", "subsystem": "inductor_fallback_random"})
         'Exercise 1: correct.'
     """
@@ -57,15 +59,24 @@ def check_third_bug(answer: dict[str, Any]) -> str:
     backend = answer["first_backend"]
     if backend is not None and backend not in LADDER:
         raise ValueError(f"answer['first_backend'] must be one of {LADDER} or None; got {backend!r}")
-    return check_answer(
-        1,
-        answer,
-        THIRD_BUG,
-        hint=(
-            "run the ladder with one seed before every call: which rung first gives other numbers? "
-            "Then read do_bisect's result: is a decomposition at fault, or a setting of Inductor"
-        ),
-    )
+    hints = {
+        "first_backend": "run the ladder with one seed before every call: which rung first gives other "
+        "numbers",
+        "subsystem": "read do_bisect's result: is a decomposition at fault, or a setting of Inductor",
+    }
+    # The parts in order, so that a first part alone is confirmed before the second is filled in.
+    right = []
+    for part in THIRD_BUG:
+        if answer[part] is None:
+            continue
+        check_answer(1, {part: answer[part]}, {part: THIRD_BUG[part]}, hint=hints[part])
+        right.append(part)
+    if not right:
+        return "Exercise 1: not answered yet."
+    if len(right) < len(THIRD_BUG):
+        missing = [part for part in THIRD_BUG if part not in right]
+        return f"Exercise 1: {', '.join(right)} right so far; {', '.join(missing)} not answered yet."
+    return "Exercise 1: correct."
 
 
 def trace_graph_ops(report_dir: str | os.PathLike[str]) -> int:

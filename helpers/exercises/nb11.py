@@ -71,6 +71,28 @@ emit_result(result)
 """
 
 
+def precompile_available() -> bool:
+    """Whether this torch offers the precompiled function by default (``.aot_compile`` and its loader).
+
+    Example:
+        >>> isinstance(precompile_available(), bool)
+        True
+    """
+    return hasattr(torch.compiler, "load_compiled_function") and bool(
+        getattr(torch._dynamo.config, "enable_aot_compile", False)
+    )
+
+
+def offered_methods() -> tuple[str, ...]:
+    """The methods of :data:`METHODS` this torch offers (the precompiled function only where it is on).
+
+    Example:
+        >>> set(offered_methods()) <= set(METHODS)
+        True
+    """
+    return tuple(m for m in METHODS if m != "precompiled function" or precompile_available())
+
+
 def swish_norm(x: torch.Tensor) -> torch.Tensor:
     """The function the exercises ship: a SiLU scaled by each row's norm.
 
@@ -145,6 +167,14 @@ def start_shipped(
     return report
 
 
+#: What a failed call's hint says, per exercise: where to look, not what to write.
+_SHAPE_HINTS = {
+    1: "ship it for example_input()'s shape",
+    2: "your artifact was made for one batch size; section 3 ('A new input shape') shows how each "
+    "method lets a dimension vary",
+}
+
+
 def _ship_and_start(
     method: str | None, ship: Callable[[Path], Any] | None, batches: Sequence[int]
 ) -> dict[str, Any] | None:
@@ -152,6 +182,10 @@ def _ship_and_start(
         return None
     if method not in METHODS:
         raise ValueError(f"method must be one of {METHODS}; got {method!r}")
+    if method not in offered_methods():
+        raise AssertionError(
+            f"this torch ({torch.__version__}) has no {method} by default; pick one of {offered_methods()}"
+        )
     if not callable(ship):
         raise TypeError(
             f"ship must be a function that writes your artifact to a path; got {type(ship).__name__}"
@@ -216,7 +250,7 @@ def check_shipped(method: str | None, ship: Callable[[Path], Any] | None) -> str
         1,
         _ship_and_start(method, ship, (EXAMPLE_BATCH,)),
         (EXAMPLE_BATCH,),
-        "ship it for example_input()'s shape",
+        _SHAPE_HINTS[1],
     )
 
 
@@ -231,8 +265,7 @@ def check_any_batch(method: str | None, ship: Callable[[Path], Any] | None) -> s
         2,
         _ship_and_start(method, ship, ANY_BATCHES),
         ANY_BATCHES,
-        "make the batch dimension dynamic when you compile (dynamic=True, or a torch.export.Dim range "
-        f"that covers every batch in {ANY_BATCHES})",
+        _SHAPE_HINTS[2],
     )
 
 
@@ -247,4 +280,4 @@ def verdict_of(exercise: int, report: Mapping[str, Any] | None) -> str:
     if exercise not in (1, 2):
         raise ValueError(f"exercise must be 1 or 2; got {exercise!r}")
     batches = (EXAMPLE_BATCH,) if exercise == 1 else ANY_BATCHES
-    return _verdict(exercise, report, batches, "the batch sizes must be served without tracing")
+    return _verdict(exercise, report, batches, _SHAPE_HINTS[exercise])
