@@ -130,7 +130,7 @@ def _is_frame(record: Any) -> bool:
 
 
 def _is_resume_after_break(record: Any) -> bool:
-    """A frame Dynamo compiled to resume after a graph break (one per break, whatever its kind)."""
+    """A frame Dynamo compiled to resume after a graph break (see ``CompileCounts.graph_breaks``)."""
     return _is_frame(record) and str(record.co_name).startswith(_RESUME_PREFIX)
 
 
@@ -144,10 +144,12 @@ class CompileCounts:
     - ``frames``: Python frames Dynamo compiled, one per compilation or recompilation, with or
       without ``fullgraph=True``; a failed compile and AOTAutograd's backward record are not frames.
     - ``graphs``: FX graphs handed to the backend (``counters["stats"]["unique_graphs"]``).
-    - ``graph_breaks``: frames Dynamo compiled to resume after a graph break, one per break of any
-      kind (data-dependent branch, print, ``.item()``, unsupported call, a break in a nested call).
-      These are the breaks ``torch._dynamo.explain`` lists in ``break_reasons``, plus a break
-      before the first operation, which explain cannot list: no graph ends there.
+    - ``graph_breaks``: frames Dynamo compiled to resume after a graph break, whatever its kind
+      (data-dependent branch, print, ``.item()``, unsupported call). That is one per break in the
+      function compiled; a break inside a function it calls resumes two frames (the callee's and
+      the caller's), and a resume frame that recompiles counts again, so it can exceed the number
+      of break reasons Dynamo records. A break before the first operation counts too, though
+      ``torch._dynamo.explain`` cannot list it: no graph ends there.
     - ``recompilations`` and ``recompile_reasons`` (the guard that failed on a frame compiled
       before, as :func:`short_reason` gives it).
     - FX-graph and AOTAutograd cache ``*_hits``/``*_misses``, and ``cudagraph_skips``.

@@ -87,18 +87,25 @@ def break_even_chart(
     hardware: str,
     calls: int | None = None,
     title: str = "Cumulative time: when does compiling pay off?",
+    unit: str = "call",
 ) -> Figure:
     """Cumulative seconds over calls for eager and compiled, with the break-even call marked.
 
     ``first_call_s`` is the compiled variant's first call (compile time included); the
-    others are steady-state seconds per call, e.g. the medians from ``bench.compare``.
+    others are steady-state seconds per call, e.g. the medians from ``bench.compare``. ``unit``
+    names what one call is where "call" would mislead, e.g. ``"step"`` for a training step.
 
     Example:
         >>> fig = break_even_chart(first_call_s=2.0, eager_s=0.010, compiled_s=0.006, hardware="CPU")
         >>> fig.axes[0].get_xlabel()
         'calls'
+        >>> break_even_chart(first_call_s=2.0, eager_s=0.01, compiled_s=0.006, hardware="CPU",
+        ...                  unit="step").axes[0].get_xlabel()
+        'steps'
     """
     _check_hardware(hardware)
+    if not isinstance(unit, str) or not unit.strip() or unit != unit.strip():
+        raise ValueError(f"unit must be a word such as 'call' or 'step'; got {unit!r}")
     crossing = break_even_calls(first_call_s, eager_s, compiled_s)
     if calls is None:
         calls = 2 * crossing if crossing else 1000
@@ -110,16 +117,16 @@ def break_even_chart(
 
     fig = Figure(figsize=(6.4, 3.6), layout="constrained")
     ax = fig.subplots()
-    ax.plot(n, eager_total, label=f"eager ({eager_s * 1e3:.2f} ms/call)")
+    ax.plot(n, eager_total, label=f"eager ({eager_s * 1e3:.2f} ms/{unit})")
     ax.plot(
         n,
         compiled_total,
-        label=f"compiled ({compiled_s * 1e3:.2f} ms/call after a {first_call_s:.1f} s first call)",
+        label=f"compiled ({compiled_s * 1e3:.2f} ms/{unit} after a {first_call_s:.1f} s first {unit})",
     )
     if crossing and crossing <= calls:
         ax.axvline(crossing, color="grey", linestyle="--")
         ax.annotate(
-            f"break-even at call {crossing:,}",
+            f"break-even at {unit} {crossing:,}",
             (crossing, crossing * eager_s),
             xytext=(8, -14),
             textcoords="offset points",
@@ -127,13 +134,13 @@ def break_even_chart(
         )
     elif crossing is None:
         ax.annotate(
-            "compiled is not faster per call here: it never pays off",
+            f"compiled is not faster per {unit} here: it never pays off",
             (0.02, 0.92),
             xycoords="axes fraction",
             fontsize=9,
             color="C3",
         )
-    ax.set_xlabel("calls")
+    ax.set_xlabel(f"{unit}s")
     ax.set_ylabel("cumulative time (s)")
     ax.set_title(f"{title}\n{hardware}", fontsize=10)
     ax.legend(fontsize=8, loc="lower right")

@@ -105,6 +105,15 @@ def test_break_even_chart_marks_the_crossing():
     assert "break-even at call 199" in texts
 
 
+def test_break_even_chart_names_its_unit():
+    fig = plot.break_even_chart(
+        first_call_s=1.0, eager_s=0.010, compiled_s=0.005, hardware="CPU", unit="step"
+    )
+    ax = fig.axes[0]
+    assert ax.get_xlabel() == "steps" and "break-even at step 199" in " ".join(t.get_text() for t in ax.texts)
+    assert all("/step" in text.get_text() for text in ax.get_legend().get_texts())
+
+
 def test_break_even_chart_when_it_never_pays():
     fig = plot.break_even_chart(first_call_s=1.0, eager_s=0.005, compiled_s=0.006, hardware="CPU")
     assert "never pays off" in " ".join(t.get_text() for t in fig.axes[0].texts)
@@ -115,3 +124,6 @@ def test_break_even_chart_rejects_bad_input():
         plot.break_even_chart(first_call_s=1, eager_s=0.01, compiled_s=0.005, hardware="CPU", calls=1)
     with pytest.raises(ValueError, match="hardware"):
         plot.break_even_chart(first_call_s=1, eager_s=0.01, compiled_s=0.005, hardware=" ")
+    for bad in ("", " step", 3):
+        with pytest.raises(ValueError, match="unit must be a word"):
+            plot.break_even_chart(first_call_s=1, eager_s=0.01, compiled_s=0.005, hardware="CPU", unit=bad)
