@@ -39,10 +39,11 @@ def check_one_cache(
     check compiles ``step`` (``backend="eager"``, ``fullgraph=True``, after a reset), runs
     ``generate(model, compiled_step, prompt, n_new, cache)`` for every request, and compares
     the tokens with the eager step in a fresh cache of the request's size. Right when every
-    request runs in the first graph (no recompilation) and all share one cache: a cache per
-    request has a new address (CUDA graphs re-record; releases whose ``mark_static_address``
-    guards the address recompile). A wrong answer raises ``AssertionError`` with the counts
-    and the first guard that failed.
+    request runs in the first graph (no recompilation) and all share one cache, as the exercise
+    asks: a cache per request has a new address (CUDA graphs re-record; releases whose
+    ``mark_static_address`` guards the address recompile). A wrong answer raises
+    ``AssertionError`` with the counts and the first guard that failed, and a hint that points
+    to the answer without giving it.
 
     Example:
         >>> check_one_cache(None, model=None, step=print, generate=print)
@@ -104,14 +105,14 @@ def check_one_cache(
     if counts.recompilations:
         raise AssertionError(
             f"Exercise 1: {summary}; the first guard that failed: {counts.recompile_reasons[0]}. "
-            "Hint: the compiled step guards the cache's tensors (their shape; on some releases their "
-            "address): serve every request from one cache"
+            "Hint: the compiled step guards the shapes of the cache's tensors (on some releases their "
+            "address too): what must stay the same from one request to the next?"
         )
     if n_caches > 1:
         raise AssertionError(
-            f"Exercise 1: {summary}. This torch does not guard the cache's address, but each new cache "
-            "is a new allocation: CUDA graphs re-record for it, and releases that guard the address "
-            "recompile. Hint: allocate one cache, once, with room for every request"
+            f"Exercise 1: {summary}, and the exercise asks for one cache (a torch whose "
+            "mark_static_address guards the address recompiles for each new one: section 3 prints this "
+            "release's default). Hint: the requests differ in length; which size serves them all?"
         )
     return f"Exercise 1: correct: {summary}."
 
