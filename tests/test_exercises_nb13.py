@@ -155,6 +155,22 @@ class _NonZeroOnly(nn.Module):
         return x[:, :longest]
 
 
+class _ChainedCheck(nn.Module):
+    """One torch._check on a chained comparison: Python's `and`, a question about the value."""
+
+    def forward(self, x, lengths):
+        longest = lengths.max().item()
+        torch._check(1 <= longest <= x.shape[1])
+        return x[:, :longest]
+
+
+class _AndCheck(nn.Module):
+    def forward(self, x, lengths):
+        longest = lengths.max().item()
+        torch._check(longest >= 1 and longest <= x.shape[1])
+        return x[:, :longest]
+
+
 def test_truncate_not_answered_and_right():
     assert check_truncate(None) == "Exercise 2: not answered yet."
     assert check_truncate(_Checked).startswith("Exercise 2: correct")
@@ -173,6 +189,8 @@ def test_truncate_not_answered_and_right():
         (_NonZeroOnly, "negative longest length|torch.export.export failed"),
         (_MessageReadsTheValue, "fullgraph=True raised|torch.export.export failed"),
         (_EveryLengthChecked, r"raises RuntimeError for lengths \[0, 3, 2\]"),
+        (_ChainedCheck, "export failed.*holds a chained comparison.*`a <= b and b <= c`"),
+        (_AndCheck, "export failed.*holds `and`"),
     ],
 )
 def test_truncate_wrong(answer, match):
@@ -183,6 +201,12 @@ def test_truncate_wrong(answer, match):
 def test_truncate_bad_input_names_the_argument():
     with pytest.raises(TypeError, match="MyTruncate"):
         check_truncate(lambda x, lengths: x)
+
+
+def test_truncate_hint_names_python_questions_when_no_check_asks_one():
+    # Truncate's `if` and `or` are outside any torch._check: the general hint lists both kinds.
+    with pytest.raises(AssertionError, match=r"an `if`; an `and`, `or` or chained comparison"):
+        check_truncate(Truncate)
 
 
 def test_truncate_leaves_no_config_behind():

@@ -6,19 +6,29 @@ and say what is wrong without giving the answer away.
 
 from __future__ import annotations
 
+import ast
 import contextlib
 import copy
+import inspect
 import io
+import textwrap
 from collections.abc import Callable, Mapping
 from typing import Any
 
 import torch
+from packaging.version import Version
 from torch import nn
 
+from helpers.guard import torch_version
 from helpers.logs import captured_log
 
 #: The loggers that report a data-dependent expression while exporting; their text goes nowhere.
 _EXPORT_LOGGERS = ("torch.fx.experimental.symbolic_shapes", "torch._export.non_strict_utils")
+
+#: Torch 2.8's Dynamo breaks at ``.item()`` unless ``capture_scalar_outputs`` is set, even under
+#: ``fullgraph=True``; 2.13 and 2.15 keep it in the graph when ``fullgraph=True`` (``method_item`` in
+#: torch/_dynamo/variables/tensor.py). The releases between were not checked: they get the flag too.
+_NEEDS_CAPTURE_SCALAR_OUTPUTS = torch_version() < Version("2.13")
 
 
 class Blocks(nn.Module):
@@ -135,6 +145,38 @@ def _same_as_truncate(
             )
 
 
+def _python_question_in_a_check(module: nn.Module) -> str | None:
+    """What in a ``torch._check(...)`` of ``module.forward`` makes Python itself answer a question.
+
+    A chained comparison ``a <= b <= c`` is Python's ``a <= b and b <= c``, and ``and``/``or`` ask
+    Python whether their first operand is true: on a value read from a tensor, that is the same
+    question as an ``if``, asked before ``torch._check`` sees anything.
+
+    Example:
+        >>> class Chained(nn.Module):
+        ...     def forward(self, x, n):
+        ...         torch._check(0 < n <= x.shape[0])
+        >>> _python_question_in_a_check(Chained())
+        'a chained comparison'
+    """
+    try:
+        tree = ast.parse(textwrap.dedent(inspect.getsource(type(module).forward)))
+    except (OSError, TypeError, SyntaxError):  # no source to read (defined in a REPL, say)
+        return None
+    for node in ast.walk(tree):
+        if not (isinstance(node, ast.Call) and node.args):
+            continue
+        name = node.func.attr if isinstance(node.func, ast.Attribute) else getattr(node.func, "id", "")
+        if name != "_check":
+            continue
+        condition = node.args[0]
+        if isinstance(condition, ast.Compare) and len(condition.ops) > 1:
+            return "a chained comparison"
+        if isinstance(condition, ast.BoolOp):
+            return "`and`" if isinstance(condition.op, ast.And) else "`or`"
+    return None
+
+
 def _raises(call: Callable[[], Any]) -> bool:
     try:
         call()
@@ -147,9 +189,9 @@ def check_truncate(module: nn.Module | None) -> str:
     """Exercise 2: ``module`` does what ``Truncate`` does, and compiles and exports as one graph.
 
     The check exports it with ``torch.export.export`` and compiles it with ``fullgraph=True``
-    (``capture_scalar_outputs=True``, as torch 2.8 needs), compares both with ``Truncate`` on
-    batches whose longest length differs from the traced one, and requires that a longest length
-    of 0 or longer than the batch still raises, eagerly, compiled and exported.
+    (with ``capture_scalar_outputs=True`` before torch 2.13, which needs it), compares both with
+    ``Truncate`` on batches whose longest length differs from the traced one, and requires that a
+    longest length of 0 or longer than the batch still raises, eagerly, compiled and exported.
 
     Example:
         >>> check_truncate(None)
@@ -188,13 +230,30 @@ def check_truncate(module: nn.Module | None) -> str:
         try:
             exported = torch.export.export(module, (x, samples[0])).module()
         except Exception as error:  # noqa: BLE001 - any export failure is the learner's to read
+            question = _python_question_in_a_check(module)
+            if question == "a chained comparison":
+                hint = (
+                    "a torch._check holds a chained comparison: Python runs `a <= b <= c` as "
+                    "`a <= b and b <= c`, and `and` asks Python whether `a <= b` is true, a question "
+                    "about a value read from a tensor, like an `if`"
+                )
+            elif question:
+                hint = (
+                    f"a torch._check holds {question}, which asks Python whether its first part is "
+                    "true: a question about a value read from a tensor, like an `if`"
+                )
+            else:
+                hint = (
+                    "which line asks a Python question about a value read from a tensor (an `if`; "
+                    "an `and`, `or` or chained comparison `a <= b <= c` asks one too)?"
+                )
             raise AssertionError(
                 f"Exercise 2: torch.export.export failed: {type(error).__name__}: "
-                f"{str(error).splitlines()[0]}. Hint: which line asks a Python question about a value "
-                "read from a tensor?"
+                f"{str(error).splitlines()[0]}. Hint: {hint}"
             ) from None
     torch._dynamo.reset()
-    with torch._dynamo.config.patch(capture_scalar_outputs=True), captured_log(*_EXPORT_LOGGERS):
+    scalar_outputs = {"capture_scalar_outputs": True} if _NEEDS_CAPTURE_SCALAR_OUTPUTS else {}
+    with torch._dynamo.config.patch(**scalar_outputs), captured_log(*_EXPORT_LOGGERS):
         compiled = torch.compile(module, backend="aot_eager", fullgraph=True)
         try:
             compiled(x, samples[0])
