@@ -27,7 +27,7 @@ STAGES = {
     "dynamo": "Dynamo: trace bytecode, build guards",
     "aot_autograd": "AOTAutograd, with Inductor's graph passes",  # backend_compile minus compile_fx_inner
     "inductor": "Inductor: lower, fuse, generate code",
-    "cpp_build": "waiting for the C++ compiler",
+    "cpp_build": "waiting for kernel builds (C++ on a CPU, Triton on a GPU)",
 }
 
 # Dynamo's frame records name a frame that resumes after a graph break so (torch/_dynamo/resume_execution.py).
