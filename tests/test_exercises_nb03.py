@@ -298,8 +298,9 @@ def _threshold_model(threshold):
     return OtherThreshold
 
 
-@pytest.mark.parametrize("threshold", [3.0, 50.0])
-def test_fixed_model_rejects_another_threshold(threshold):  # review: peaks of 1.3 and 174 let both pass
+# review: peaks of 1.3 and 174 let 3 and 50 pass; peaks of 8 and 12 let 9 and 11 pass
+@pytest.mark.parametrize("threshold", [3.0, 9.0, 9.9, 10.1, 11.0, 50.0])
+def test_fixed_model_rejects_another_threshold(threshold):
     with pytest.raises(AssertionError, match="whose peak is"):
         check_fixed_model(_threshold_model(threshold))
 

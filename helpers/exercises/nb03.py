@@ -160,11 +160,12 @@ def _first_difference(
     ``None`` when all agree, else a sentence fragment naming the batch.
     """
     samples = _exercise_2_samples()
-    # Either side of the rescaling threshold (a peak of 10): the projection is linear, so scaling
-    # the ordinary batch scales its peak. Another threshold than 10 differs on one of them.
+    # Just either side of the rescaling threshold (a peak of 10): the projection is linear, so
+    # scaling the ordinary batch scales its peak. A threshold below 9.99 rescales the first and one
+    # at or above 10.01 leaves the second alone, so each differs from LeakyModel on one of them.
     with torch.no_grad():
         peak = reference.proj(samples["an ordinary batch"]).abs().max()
-    for target in (8.0, 12.0):
+    for target in (9.99, 10.01):
         samples[f"a batch whose peak is {target:g}"] = samples["an ordinary batch"] * (target / peak)
     for name, sample in samples.items():
         results = {}
@@ -189,12 +190,12 @@ def check_fixed_model(model_class: type[nn.Module] | None) -> str:
     """Exercise 2: ``model_class`` must compute what ``LeakyModel`` does, as one graph with no break.
 
     The check gives the candidate ``LeakyModel``'s weights and compares its outputs and weight
-    gradients on an ordinary, a large (rescaled) and an all-zero batch (where the peak is 0), in
-    eager mode. Then it compiles it with the default ``torch.compile`` (``backend="eager"``) and
-    asserts one graph and no graph break, counted by ``CompileCounts`` (a break before the first
-    tensor operation counts too), that ``fullgraph=True`` compiles it, and that the compiled model
-    gives the same outputs and gradients (so ``torch.compiler.is_compiling()`` may hide the print,
-    not the maths).
+    gradients on an ordinary, a large (rescaled) and an all-zero batch (where the peak is 0), and on
+    two batches whose peaks lie just either side of 10, in eager mode. Then it compiles it with the
+    default ``torch.compile`` (``backend="eager"``) and asserts one graph and no graph break,
+    counted by ``CompileCounts`` (a break before the first tensor operation counts too), that
+    ``fullgraph=True`` compiles it, and that the compiled model gives the same outputs and gradients
+    (so ``torch.compiler.is_compiling()`` may hide the print, not the maths).
 
     Example:
         >>> check_fixed_model(None)
