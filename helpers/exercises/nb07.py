@@ -14,6 +14,11 @@ from helpers.exercises import check_answer
 START_LR = 1e-3
 
 
+def _wrong(exercise: int, what: str, hint: str) -> AssertionError:
+    """A wrong answer: what is wrong with it, then a hint; never the expected value."""
+    return AssertionError(f"Exercise {exercise}: {what}. Hint: {hint.rstrip('.')}.")
+
+
 def _layer_loss(x: torch.Tensor, weight: torch.Tensor) -> torch.Tensor:
     return torch.nn.functional.gelu(x @ weight).sum()
 
@@ -25,7 +30,10 @@ def check_backward_compiled_early(compile_fn: Callable[..., Any] | None) -> str:
     The check hands ``compile_fn`` a function ``gelu(x @ weight).sum()`` and a backend that records
     when AOTAutograd compiles the forward and the backward graph, calls the result once, and then
     calls ``backward()``. AOTAutograd compiles the backward early when the backward needs symbolic
-    sizes saved by the forward (``num_symints_saved_for_bw > 0``).
+    sizes saved by the forward (``num_symints_saved_for_bw > 0``). Only the check's own calls count:
+    ``compile_fn`` must return without having compiled anything (a warm-up call with a ``backward()``
+    inside it would compile both graphs before the forward the check watches), and the forward call
+    must not run the backward itself.
 
     Example:
         >>> check_backward_compiled_early(None)
@@ -65,18 +73,38 @@ def check_backward_compiled_early(compile_fn: Callable[..., Any] | None) -> str:
         "compiles every backward early, everywhere it is on. Hint: make the sizes symbolic instead "
         "(notebook 04)"
     )
+    hint = (
+        "compile with the backend you are given, so that the backward needs a size the forward "
+        "must save for it: look for the compile option that makes sizes symbolic (notebook 04)"
+    )
     compiled_fn = compile_fn(_layer_loss, backend)
     if getattr(config, switch, False) != switch_before:
         setattr(config, switch, switch_before)  # switched back for the rest of the process
         raise no_answer
     if compiled_fn is None:
         return "Exercise 1: not answered yet."
+    if any(switched_on):
+        raise no_answer
+    if compiled:
+        raise _wrong(
+            1,
+            "graphs were compiled before compile_fn returned (it called the function it compiles), so "
+            "the check cannot see when the backward is compiled; return the compiled function uncalled",
+            hint,
+        )
     torch.manual_seed(0)
     x, weight = torch.randn(4, 8), torch.randn(8, 8, requires_grad=True)
     loss = compiled_fn(x, weight)
     after_forward = list(compiled)
     if any(switched_on):
         raise no_answer
+    if weight.grad is not None:
+        raise _wrong(
+            1,
+            "the function compile_fn returned ran the backward itself during the forward call; "
+            "return the compiled function, and let the check call backward()",
+            hint,
+        )
     loss.backward()
     torch.testing.assert_close(loss, _layer_loss(x, weight), rtol=1e-5, atol=1e-5)
     answer = {
@@ -84,13 +112,7 @@ def check_backward_compiled_early(compile_fn: Callable[..., Any] | None) -> str:
         "backward compiled during the forward call": "backward" in after_forward,
     }
     expected = {"graphs compiled by the given backend": 2, "backward compiled during the forward call": True}
-    return check_answer(
-        1,
-        answer,
-        expected,
-        hint="compile with the backend you are given, so that the backward needs a size the forward "
-        "must save for it: which compile option makes sizes symbolic (notebook 04)?",
-    )
+    return check_answer(1, answer, expected, hint=hint)
 
 
 def _chain(x: torch.Tensor, weight: torch.Tensor) -> torch.Tensor:
@@ -104,7 +126,9 @@ def check_saved_tensors(fn: Callable[..., torch.Tensor], count: int | None) -> s
 
     The check runs ``fn`` eagerly on ``x`` of shape (8, 16) and a (16, 16) ``weight``, both requiring
     gradients, then compiles it with that backend and counts. Eager autograd saves more than the
-    partitioner, which recomputes the cheap element-wise results from the matmul's output.
+    partitioner, which recomputes the cheap element-wise results from the matmul's output. A wrong
+    count is told only that it is wrong (or that it is eager's count): never higher or lower, so the
+    answer cannot be found by trying numbers.
 
     Example:
         >>> check_saved_tensors(lambda x, weight: torch.sin(x).cos().exp().sum(), None)
@@ -143,14 +167,16 @@ def check_saved_tensors(fn: Callable[..., torch.Tensor], count: int | None) -> s
             f"the partitioner saved {compiled_count} tensors, eager autograd {eager_count}: "
             "this release no longer recomputes the chain"
         )
-    return check_answer(
-        2,
-        count,
-        compiled_count,
-        hint="compile the changed function with the backend named, call it on inputs that need "
+    hint = (
+        "compile the changed function with the backend named, call it on inputs that need "
         "gradients, and count with saved_activations(..., exclude=[weight]): a matmul is not "
-        "recomputed, element-wise operations are",
+        "recomputed, element-wise operations are"
     )
+    if count == compiled_count:
+        return check_answer(2, count, compiled_count, hint=hint)
+    if count == eager_count:
+        raise _wrong(2, f"{count} is what eager autograd saves, not what the compiled forward saves", hint)
+    raise _wrong(2, f"{count} is not what the compiled forward saves, the weight excluded", hint)
 
 
 def check_scheduled_optimizer(factory: Callable[[Any], Any] | None, steps: int = 4) -> str:
