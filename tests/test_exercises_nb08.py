@@ -77,8 +77,8 @@ def test_exercise_1_wrong_answers(tiny):
         lambda p, n: StaticCache(config=config, max_cache_len=p + n): guard,
         # one size, but a new cache per request: 2.13+ does not recompile, 2.8 does (address guard)
         lambda p, n: StaticCache(config=config, max_cache_len=64): f"{guard}|asks for one cache",
-        lambda p, n: small: "failed",  # one cache, too small for the longest request
-        sized_by_the_first_request: "failed",
+        lambda p, n: small: "does not fit",  # one cache, too small for the longest request
+        sized_by_the_first_request: "does not fit",
         two_buckets: guard,  # a cache per bucket: the second size recompiles
         lambda p, n: DynamicCache(): guard,  # a growing cache changes shapes every token
     }
@@ -91,6 +91,36 @@ def test_exercise_1_wrong_answers(tiny):
         assert "room for every request" not in str(caught.value)
     with pytest.raises(TypeError, match="cache_for must return a cache"):
         _check(model, lambda p, n: p + n)  # the size, not a cache
+
+
+def test_exercise_1_a_cache_too_small_is_rejected_before_the_request_runs(tiny):
+    # On a GPU, writing past a StaticCache's end is a device-side assert (StaticLayer.update's
+    # index_copy_ has no host-side bounds check) that poisons the CUDA context: the check must
+    # compare the cache's room with the request before running the model on it.
+    model, _ = tiny
+    runs = []
+
+    def recording_generate(model, step, prompt, n_new, cache):
+        room = min(layer.max_cache_len for layer in cache.layers)
+        runs.append((prompt.shape[1], n_new, room))
+        return generate(model, step, prompt, n_new, cache)
+
+    for room in (24, max(n + new for n, new in REQUESTS) - 2):  # too small for one request, or for several
+        runs.clear()
+        small = StaticCache(config=model.config, max_cache_len=room)
+        with pytest.raises(
+            AssertionError, match=rf"does not fit .*room for {room} positions.*stopped before"
+        ) as caught:
+            check_one_cache(
+                lambda p, n, small=small: small, model=model, step=decode_step, generate=recording_generate
+            )
+        assert "Hint: the cache must have room" in str(caught.value)
+        assert runs and all(p + n - 1 <= r for p, n, r in runs), runs  # no request ran past the cache's end
+        rejected = next((p, n) for p, n in REQUESTS if p + n - 1 > room)
+        assert f"request of {rejected[0]} + {rejected[1]} tokens" in str(caught.value)
+    # Exactly the positions the loop writes (the last new token is never fed back) is enough.
+    tight = StaticCache(config=model.config, max_cache_len=max(n + new for n, new in REQUESTS) - 1)
+    assert _check(model, lambda p, n: tight).startswith("Exercise 1: correct")
 
 
 def test_exercise_1_bad_arguments(tiny):

@@ -101,6 +101,23 @@ def test_exercise_2_hint_points_without_giving_the_answer():
     assert "dynamic=True" not in str(failed.value) and "Dim" not in str(failed.value)
 
 
+def test_exercise_2_hint_fits_a_range_too_narrow():
+    # Review: a package exported with Dim("batch", min=1, max=40) was told "your artifact was made
+    # for one batch size", which is false for it. The hint names both cases and gives neither fix.
+    narrow = report(
+        "AOTInductor package",
+        batches=ANY_BATCHES,
+        errors={"64": "RuntimeError: input_handles[0]: dim value is too large at 0, expected <= 40, got: 64"},
+    )
+    del narrow["matches"]["64"]
+    with pytest.raises(AssertionError, match="batch of 64") as failed:
+        verdict_of(2, narrow)
+    hint = str(failed.value).split("Hint: ")[1]
+    assert "made for one batch size;" not in hint
+    assert "one size, or for a range that does not reach them all" in hint
+    assert "Dim" not in hint and "dynamic=True" not in hint and "64" not in hint
+
+
 def test_a_method_this_torch_lacks_is_named_before_shipping(monkeypatch):
     import helpers.exercises.nb11 as nb11
 

@@ -25,6 +25,24 @@ def _count(label: str, value: object) -> int:
 REQUESTS: tuple[tuple[int, int], ...] = ((16, 4), (24, 4), (8, 6), (30, 3), (12, 5))
 
 
+def _cache_room(cache: Any) -> int | None:
+    """Positions a static cache can hold (its smallest full-attention layer's), or None if unknown.
+
+    transformers 4.56 and 5.x both give each ``StaticLayer`` a ``max_cache_len`` when the cache is
+    built (its tensors are allocated later, at the first write). A ``DynamicCache`` grows and has
+    none; a sliding-window layer wraps around instead of overflowing: both are left out.
+    """
+    rooms = [
+        layer.max_cache_len
+        for layer in getattr(cache, "layers", None) or ()
+        if isinstance(getattr(layer, "max_cache_len", None), int) and not getattr(layer, "is_sliding", False)
+    ]
+    return min(rooms) if rooms else None
+
+
+_ROOM_HINT = "Hint: the cache must have room for the prompt and the new tokens of the longest request"
+
+
 def check_one_cache(
     cache_for: Callable[[int, int], Any] | None,
     *,
@@ -40,10 +58,12 @@ def check_one_cache(
     ``generate(model, compiled_step, prompt, n_new, cache)`` for every request, and compares
     the tokens with the eager step in a fresh cache of the request's size. Right when every
     request runs in the first graph (no recompilation) and all share one cache, as the exercise
-    asks: a cache per request has a new address (CUDA graphs re-record; releases whose
-    ``mark_static_address`` guards the address recompile). A wrong answer raises
+    asks: a cache per request has new tensors at new addresses (CUDA graphs re-record; releases
+    whose ``mark_static_address`` guards by default recompile). A wrong answer raises
     ``AssertionError`` with the counts and the first guard that failed, and a hint that points
-    to the answer without giving it.
+    to the answer without giving it. A cache without room for a request is rejected before the
+    request runs: writing past a static cache's end is an index error on a CPU, but on a GPU a
+    device-side assert that leaves the CUDA context unusable for the rest of the session.
 
     Example:
         >>> check_one_cache(None, model=None, step=print, generate=print)
@@ -79,14 +99,21 @@ def check_one_cache(
                 if not callable(getattr(cache, "reset", None)):
                     raise TypeError(f"cache_for must return a cache (a StaticCache); it returned {cache!r}")
                 caches.append(cache)
+                room = _cache_room(cache)
+                # The loop writes the prompt and every new token but the last (it is never fed back).
+                if room is not None and room < prompt_len + n_new - 1:
+                    raise AssertionError(
+                        f"Exercise 1: the request of {prompt_len} + {n_new} tokens does not fit in the cache "
+                        f"cache_for returned (room for {room} positions); the check stopped before running "
+                        f"it. {_ROOM_HINT}"
+                    )
                 try:
                     served.append(generate(model, compiled, prompt, n_new, cache))
-                except Exception as error:  # e.g. a cache too small for the request
+                except Exception as error:  # anything else the learner's cache makes fail
                     first = (str(error).strip().splitlines() or [""])[0][:120]
                     raise AssertionError(
                         f"Exercise 1: the request of {prompt_len} + {n_new} tokens failed "
-                        f"({type(error).__name__}: {first}). Hint: the cache must have room for the "
-                        "prompt and the new tokens of the longest request"
+                        f"({type(error).__name__}: {first}). {_ROOM_HINT}"
                     ) from None
     finally:
         torch._dynamo.reset()
@@ -105,13 +132,13 @@ def check_one_cache(
     if counts.recompilations:
         raise AssertionError(
             f"Exercise 1: {summary}; the first guard that failed: {counts.recompile_reasons[0]}. "
-            "Hint: the compiled step guards the shapes of the cache's tensors (on some releases their "
-            "address too): what must stay the same from one request to the next?"
+            "Hint: the compiled step guards the shapes of the cache's tensors (on some releases which "
+            "tensors they are, too): what must stay the same from one request to the next?"
         )
     if n_caches > 1:
         raise AssertionError(
             f"Exercise 1: {summary}, and the exercise asks for one cache (a torch whose "
-            "mark_static_address guards the address recompiles for each new one: section 3 prints this "
+            "mark_static_address guards by default recompiles for each new one: section 3 prints this "
             "release's default). Hint: the requests differ in length; which size serves them all?"
         )
     return f"Exercise 1: correct: {summary}."

@@ -170,8 +170,9 @@ def start_shipped(
 #: What a failed call's hint says, per exercise: where to look, not what to write.
 _SHAPE_HINTS = {
     1: "ship it for example_input()'s shape",
-    2: "your artifact was made for one batch size; section 3 ('A new input shape') shows how each "
-    "method lets a dimension vary",
+    2: "your artifact does not serve every batch size asked for (it was made for one size, or for a "
+    "range that does not reach them all); section 3 ('A new input shape') shows how each method lets "
+    "a dimension vary",
 }
 
 
