@@ -1,7 +1,7 @@
 """Self-checks of notebook 09's exercises (weight-only int8 decoding, read from generated code).
 
 Each check reads the code Inductor generated for the learner's model (the notebook passes it
-in, from ``torch._inductor.utils.run_and_get_code``), so the checks are fast to test.
+in, from ``helpers.logs.generated_code``), so the checks are fast to test.
 """
 
 from __future__ import annotations
