@@ -6,7 +6,9 @@ Each check compiles with Inductor in a fresh cache directory of its own (a few s
 from __future__ import annotations
 
 import functools
+import gc
 import shutil
+import types
 from pathlib import Path
 
 import pytest
@@ -141,6 +143,20 @@ def test_exercise_1_puts_activation_back_on_an_error():
     assert activation.__code__ is code
 
 
+def test_exercise_1_rejects_a_copy_of_activations_code():  # review: the copy kept the code unwatched
+    code = activation.__code__
+    copies = [
+        types.FunctionType(code, activation.__globals__),
+        types.FunctionType(code.replace(), activation.__globals__),  # an equal code object
+    ]
+    for copy in copies:
+        with pytest.raises(AssertionError, match="copy of activation's code"):
+            check_refactor(lambda x, copy=copy: copy(x))
+    del copies, copy
+    gc.collect()  # the frames of the failed checks hold the copies in a cycle
+    assert check_refactor(refactored).startswith("Exercise 1: correct")
+
+
 def with_docstring(x):
     """A docstring is co_consts[0]; without one, before Python 3.14, a None is: the indices move."""
     offset = None
@@ -196,6 +212,16 @@ def forget_and_wipe_the_disk():  # "to be sure": deletes the entry the next comp
     shutil.rmtree(Path(cache_dir()) / "fxgraph", ignore_errors=True)
 
 
+def forget_and_switch_the_disk_cache_off():  # review: the next compile reads no disk cache
+    forget_everything()
+    torch._inductor.config.fx_graph_cache = False
+
+
+def forget_and_switch_the_autograd_cache_off():
+    forget_everything()
+    torch._functorch.config.enable_autograd_cache = False
+
+
 def test_exercise_2_right_answer():
     assert check_forget(forget_everything).startswith("Exercise 2: correct")
 
@@ -213,3 +239,15 @@ def test_exercise_2_right_answer():
 def test_exercise_2_wrong_answers(forget, message):
     with pytest.raises(AssertionError, match=message):
         check_forget(forget)
+
+
+@pytest.mark.parametrize(
+    "forget", [forget_and_switch_the_disk_cache_off, forget_and_switch_the_autograd_cache_off]
+)
+def test_exercise_2_rejects_a_changed_cache_setting_and_puts_it_back(forget):
+    import torch._functorch.config
+
+    before = (torch._inductor.config.fx_graph_cache, torch._functorch.config.enable_autograd_cache)
+    with pytest.raises(AssertionError, match="changed a disk-cache setting"):
+        check_forget(forget)
+    assert (torch._inductor.config.fx_graph_cache, torch._functorch.config.enable_autograd_cache) == before

@@ -57,11 +57,23 @@ def _backward_inside_the_forward(fn, backend):
     return forward
 
 
+def _grad_inside_the_forward(fn, backend):  # review: autograd.grad sets no .grad, but runs the backward
+    compiled = torch.compile(fn, backend=backend)
+
+    def forward(x, weight):
+        loss = compiled(x, weight)
+        torch.autograd.grad(loss, weight, retain_graph=True)
+        return loss
+
+    return forward
+
+
 @pytest.mark.parametrize(
     ("wrong", "match"),
     [
         (_warmed_up_inside, "compiled before compile_fn returned"),
         (_backward_inside_the_forward, "ran the backward itself"),
+        (_grad_inside_the_forward, "ran the backward itself"),
     ],
 )
 def test_exercise_1_counts_only_the_checks_own_calls(wrong, match):
@@ -181,6 +193,24 @@ def test_exercise_3_scheduled_optimizer():
 def test_exercise_3_rejects(wrong, match):
     with pytest.raises(AssertionError, match=match):
         nb07.check_scheduled_optimizer(wrong)
+
+
+def _limit_names():
+    return [name for name in nb07._RECOMPILE_LIMITS if hasattr(torch._dynamo.config, name)]
+
+
+@pytest.mark.parametrize("lr", [1e-3, torch.tensor(1e-3)])
+def test_exercise_3_rejects_a_changed_recompile_limit_and_puts_it_back(lr):  # review
+    names = _limit_names()
+    before = {name: getattr(torch._dynamo.config, name) for name in names}
+
+    def no_recompiles(params):
+        setattr(torch._dynamo.config, names[0], 0)  # recompile_limit, or cache_size_limit on older names
+        return torch.optim.AdamW(params, lr=lr)
+
+    with pytest.raises(AssertionError, match="changed Dynamo's recompile limit"):
+        nb07.check_scheduled_optimizer(no_recompiles)
+    assert {name: getattr(torch._dynamo.config, name) for name in names} == before
 
 
 def test_exercise_3_message_does_not_name_the_answer():  # review: a key once read "lr is a tensor"

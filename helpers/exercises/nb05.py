@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import contextlib
 import dis
+import gc
 import inspect
 import types
 from collections.abc import Callable, Iterator
@@ -136,6 +137,21 @@ def _watching_activation() -> Iterator[list[None]]:
         activation.__code__ = original
 
 
+def _copies_of_activation() -> list[types.FunctionType]:
+    """Function objects other than :func:`activation` that run its code, built from its code object.
+
+    The watch swaps ``activation.__code__`` only: a copy such as
+    ``types.FunctionType(activation.__code__, activation.__globals__)`` keeps the code unwatched.
+    (``type(f) is``, not ``isinstance``, so that no proxy object's ``__class__`` runs.)
+    """
+    code = _activation_itself.__code__
+    return [
+        f
+        for f in gc.get_objects()
+        if type(f) is types.FunctionType and f.__code__ == code and f not in (activation, _activation_itself)
+    ]
+
+
 def _calls_activation(candidate: Callable[[torch.Tensor], object], x: torch.Tensor) -> bool:
     """Whether calling ``candidate(x)`` (eagerly, even when compiled) calls :func:`activation`."""
     with _watching_activation() as calls, torch.compiler.set_stance("force_eager"):
@@ -149,7 +165,8 @@ def check_refactor(candidate: Callable[[torch.Tensor], torch.Tensor] | None) -> 
     In a fresh cache directory, compile ``activation`` (a miss: it writes the entry), forget
     everything in memory, then compile ``candidate`` on the same input. Right when the body
     differs from ``activation``'s (a compiled ``activation`` does not count), calling it, eagerly or
-    compiled, never calls ``activation`` (a wrapper, however it finds it), the values match it
+    compiled, never calls ``activation`` (a wrapper, however it finds it), no copy of ``activation``
+    built from its code object is in memory (a wrapper could call it unseen), the values match it
     (within :data:`TOLERANCE`), and the FX graph cache hit with no miss. A wrong answer raises
     ``AssertionError`` saying which failed.
 
@@ -176,6 +193,11 @@ def check_refactor(candidate: Callable[[torch.Tensor], torch.Tensor] | None) -> 
     )
     x = torch.linspace(-3.0, 3.0, 16)
     assert not _calls_activation(candidate, x), calls_activation
+    assert not _copies_of_activation(), (
+        "Exercise 1: a copy of activation (a function built from its code object) is in memory; "
+        "calling a copy of activation's code is not a refactor. Hint: write the computation out in "
+        "a def of your own"
+    )
     with fresh_cache():
         _forget_all()
         torch.compile(activation)(x)
@@ -205,11 +227,38 @@ def _cosine(x: torch.Tensor) -> torch.Tensor:
     return torch.cos(x) * 2 + 1
 
 
+#: The settings that switch the disk caches on and off: (config module, name), where the release has it.
+_CACHE_SETTINGS = (
+    ("torch._inductor.config", "fx_graph_cache"),
+    ("torch._inductor.config", "force_disable_caches"),
+    ("torch._functorch.config", "enable_autograd_cache"),
+)
+
+
+def _cache_settings() -> dict[tuple[str, str], object]:
+    import importlib
+
+    settings = {}
+    for module, name in _CACHE_SETTINGS:
+        config = importlib.import_module(module)
+        if hasattr(config, name):
+            settings[module, name] = getattr(config, name)
+    return settings
+
+
+def _put_back(settings: dict[tuple[str, str], object]) -> None:
+    import importlib
+
+    for (module, name), value in settings.items():
+        setattr(importlib.import_module(module), name, value)
+
+
 def check_forget(forget: Callable[[], object] | None) -> str:
     """Exercise 2: ``forget()`` lets this process compile again as a fresh one would, from disk.
 
     In a fresh cache directory, compile a small function and call it, call ``forget()``, then
-    call the same compiled function again. Right when Dynamo traced it again (one frame
+    call the same compiled function again. ``forget()`` must leave the disk caches' settings as it
+    found them (the check puts them back if not). Right when Dynamo traced it again (one frame
     compiled), no module Inductor loaded for the first compile is still in memory, and the FX
     graph cache hit (the entry on disk answered). A wrong answer raises ``AssertionError``.
 
@@ -232,7 +281,16 @@ def check_forget(forget: Callable[[], object] | None) -> str:
         libraries = set(CppPythonBindingsCodeCache.cache) - libraries_before  # C++ kernels, on a CPU
         if not loaded:  # pragma: no cover - a release that no longer lists its loaded modules
             raise RuntimeError("this torch lists no module loaded for the compile: the check cannot tell")
-        forget()
+        settings = _cache_settings()
+        try:
+            forget()
+        finally:
+            changed = _cache_settings() != settings
+            _put_back(settings)
+        assert not changed, (
+            "Exercise 2: forget() changed a disk-cache setting, so the next compile does not read the "
+            "cache as a fresh process would. Hint: forget what is in memory; leave the settings alone"
+        )
         still_loaded = sum(1 for module in loaded if any(module is m for m in PyCodeCache.modules))
         still_loaded += len(libraries & set(CppPythonBindingsCodeCache.cache))
         with CompileCounts() as counts:

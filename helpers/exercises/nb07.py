@@ -33,7 +33,7 @@ def check_backward_compiled_early(compile_fn: Callable[..., Any] | None) -> str:
     sizes saved by the forward (``num_symints_saved_for_bw > 0``). Only the check's own calls count:
     ``compile_fn`` must return without having compiled anything (a warm-up call with a ``backward()``
     inside it would compile both graphs before the forward the check watches), and the forward call
-    must not run the backward itself.
+    must not run the backward itself (``backward()`` or ``torch.autograd.grad``).
 
     Example:
         >>> check_backward_compiled_early(None)
@@ -56,12 +56,18 @@ def check_backward_compiled_early(compile_fn: Callable[..., Any] | None) -> str:
     switch = "force_non_lazy_backward_lowering"
     compiled: list[str] = []
     switched_on: list[bool] = []
+    ran: list[str] = []  # every run of a compiled graph, so a backward run inside the forward call shows
 
     def recorder(label: str) -> Callable[..., Any]:
         def compiler(graph_module: torch.fx.GraphModule, example_inputs: Any) -> Any:
             compiled.append(label)
             switched_on.append(bool(getattr(config, switch, False)))
-            return make_boxed_func(graph_module.forward)
+
+            def run(*args: Any) -> Any:
+                ran.append(label)
+                return graph_module.forward(*args)
+
+            return make_boxed_func(run)
 
         return compiler
 
@@ -98,7 +104,7 @@ def check_backward_compiled_early(compile_fn: Callable[..., Any] | None) -> str:
     after_forward = list(compiled)
     if any(switched_on):
         raise no_answer
-    if weight.grad is not None:
+    if weight.grad is not None or "backward" in ran:  # .backward() or torch.autograd.grad inside
         raise _wrong(
             1,
             "the function compile_fn returned ran the backward itself during the forward call; "
@@ -179,6 +185,15 @@ def check_saved_tensors(fn: Callable[..., torch.Tensor], count: int | None) -> s
     raise _wrong(2, f"{count} is not what the compiled forward saves, the weight excluded", hint)
 
 
+#: Dynamo's recompile limits (the older names are aliases; a release has some of them).
+_RECOMPILE_LIMITS = (
+    "recompile_limit",
+    "cache_size_limit",
+    "accumulated_recompile_limit",
+    "accumulated_cache_size_limit",
+)
+
+
 def check_scheduled_optimizer(factory: Callable[[Any], Any] | None, steps: int = 4) -> str:
     """Exercise 3: ``factory(params)`` returns an AdamW starting at ``START_LR`` whose compiled
     ``step()`` does not recompile while a scheduler changes the learning rate.
@@ -186,7 +201,8 @@ def check_scheduled_optimizer(factory: Callable[[Any], Any] | None, steps: int =
     The check reads the starting learning rate (it must be ``START_LR``, held in a tensor, whose
     value no guard reads), then runs ``steps`` compiled steps (``backend="eager"``) under
     ``LambdaLR(0.9 ** step)`` and counts recompilations; it also checks that the scheduler really
-    changed the learning rate. A wrong answer's message names what is wrong, not the fix.
+    changed the learning rate, and that ``factory`` left Dynamo's recompile limits as they were
+    (the check puts them back). A wrong answer's message names what is wrong, not the fix.
 
     Example:
         >>> check_scheduled_optimizer(None)
@@ -204,7 +220,23 @@ def check_scheduled_optimizer(factory: Callable[[Any], Any] | None, steps: int =
 
     torch.manual_seed(0)
     model = torch.nn.Linear(32, 32)
-    optimizer = factory(model.parameters())
+    limits = {
+        name: getattr(torch._dynamo.config, name)
+        for name in _RECOMPILE_LIMITS
+        if hasattr(torch._dynamo.config, name)
+    }
+    try:
+        optimizer = factory(model.parameters())
+    finally:
+        changed = any(getattr(torch._dynamo.config, name) != value for name, value in limits.items())
+        for name, value in limits.items():
+            setattr(torch._dynamo.config, name, value)
+    if changed:
+        raise AssertionError(
+            "Exercise 3: the factory changed Dynamo's recompile limit, so a recompilation can be "
+            "skipped instead of counted. Hint: leave the limits alone; make the optimizer's step need "
+            "no recompilation (notebook 04)."
+        )
     if optimizer is None:
         return "Exercise 3: not answered yet."
     if not isinstance(optimizer, torch.optim.AdamW):
