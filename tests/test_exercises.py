@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from helpers.exercises import check_answer
+from helpers.exercises import check_answer, settings_kept
 
 
 def test_not_answered_right_and_wrong():
@@ -52,3 +52,19 @@ def test_a_wrong_answer_is_told_what_is_wrong_not_the_answer(answer, expected):
     message = str(caught.value)
     shown = expected["b"] if isinstance(expected, dict) else expected
     assert repr(shown) not in message.replace(repr(answer), ""), message
+
+
+def test_settings_kept_puts_back_also_when_the_block_raises_and_skips_a_missing_setting():
+    import torch._dynamo
+
+    limit = torch._dynamo.config.recompile_limit
+    with pytest.raises(RuntimeError, match="learner"):
+        with settings_kept(
+            ("torch._dynamo.config", "recompile_limit"), ("torch._dynamo.config", "no_such")
+        ) as changed:
+            torch._dynamo.config.recompile_limit = limit + 1
+            raise RuntimeError("learner's function failed")
+    assert changed == ["recompile_limit"] and torch._dynamo.config.recompile_limit == limit
+    with settings_kept(("torch._dynamo.config", "recompile_limit")) as changed:
+        pass
+    assert changed == []

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+import contextlib
+import importlib
+from collections.abc import Iterator, Mapping
 from typing import Any
 
 
@@ -43,8 +45,49 @@ def check_answer(
     if not_given:
         return f"{label}: not answered yet."
     if answer != expected:
-        raise AssertionError(f"{label}: {_what_is_wrong(answer, expected)}. Hint: {hint.rstrip('.')}.")
+        raise wrong_answer(exercise, _what_is_wrong(answer, expected), hint)
     return f"{label}: correct."
+
+
+def wrong_answer(exercise: int | str, what: str, hint: str) -> AssertionError:
+    """The error for a wrong answer, in :func:`check_answer`'s words: what is wrong, then a hint.
+
+    For a check that says in its own words what is wrong (never the expected value).
+
+    Example:
+        >>> wrong_answer(2, "3 is eager's count", "count what the compiled forward saves.")
+        AssertionError("Exercise 2: 3 is eager's count. Hint: count what the compiled forward saves.")
+    """
+    return AssertionError(f"Exercise {exercise}: {what}. Hint: {hint.rstrip('.')}.")
+
+
+@contextlib.contextmanager
+def settings_kept(*settings: tuple[str, str]) -> Iterator[list[str]]:
+    """Put back the config ``settings`` (``(module, name)`` pairs) that the block changed, and list them.
+
+    A setting the installed release lacks is skipped. The list fills when the block ends, also when
+    it raises, so a check can reject a learner's function that switched a setting off.
+
+    Example:
+        >>> import torch._dynamo
+        >>> with settings_kept(("torch._dynamo.config", "recompile_limit")) as changed:
+        ...     torch._dynamo.config.recompile_limit = 0
+        >>> changed, torch._dynamo.config.recompile_limit
+        (['recompile_limit'], 8)
+    """
+    before = {}
+    for module_name, name in settings:
+        module = importlib.import_module(module_name)
+        if hasattr(module, name):
+            before[module, name] = getattr(module, name)
+    changed: list[str] = []
+    try:
+        yield changed
+    finally:
+        for (module, name), value in before.items():
+            if getattr(module, name) != value:
+                changed.append(name)
+                setattr(module, name, value)
 
 
 def _is_number(value: Any) -> bool:

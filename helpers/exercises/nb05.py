@@ -19,6 +19,7 @@ from torch._inductor.codecache import CppPythonBindingsCodeCache, PyCodeCache
 from torch._inductor.utils import clear_inductor_caches, fresh_cache
 
 from helpers.counters import CompileCounts
+from helpers.exercises import settings_kept
 
 #: Compiled against eager within this tolerance (float32 on a CPU; Inductor's tanh may differ
 #: from ATen's in the last bits).
@@ -235,24 +236,6 @@ _CACHE_SETTINGS = (
 )
 
 
-def _cache_settings() -> dict[tuple[str, str], object]:
-    import importlib
-
-    settings = {}
-    for module, name in _CACHE_SETTINGS:
-        config = importlib.import_module(module)
-        if hasattr(config, name):
-            settings[module, name] = getattr(config, name)
-    return settings
-
-
-def _put_back(settings: dict[tuple[str, str], object]) -> None:
-    import importlib
-
-    for (module, name), value in settings.items():
-        setattr(importlib.import_module(module), name, value)
-
-
 def check_forget(forget: Callable[[], object] | None) -> str:
     """Exercise 2: ``forget()`` lets this process compile again as a fresh one would, from disk.
 
@@ -281,12 +264,8 @@ def check_forget(forget: Callable[[], object] | None) -> str:
         libraries = set(CppPythonBindingsCodeCache.cache) - libraries_before  # C++ kernels, on a CPU
         if not loaded:  # pragma: no cover - a release that no longer lists its loaded modules
             raise RuntimeError("this torch lists no module loaded for the compile: the check cannot tell")
-        settings = _cache_settings()
-        try:
+        with settings_kept(*_CACHE_SETTINGS) as changed:
             forget()
-        finally:
-            changed = _cache_settings() != settings
-            _put_back(settings)
         assert not changed, (
             "Exercise 2: forget() changed a disk-cache setting, so the next compile does not read the "
             "cache as a fresh process would. Hint: forget what is in memory; leave the settings alone"

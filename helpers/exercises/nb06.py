@@ -14,7 +14,7 @@ import torch
 from torch import nn
 
 from helpers.counters import CompileCounts
-from helpers.exercises import check_answer
+from helpers.exercises import check_answer, wrong_answer
 
 __all__ = [
     "DepthScaledBlock",
@@ -94,11 +94,6 @@ def _regional_frames(
     return out, counts
 
 
-def _wrong(exercise: int, what: str, hint: str) -> AssertionError:
-    """A wrong answer: what is wrong with it, then a hint; never the expected value."""
-    return AssertionError(f"Exercise {exercise}: {what}. Hint: {hint.rstrip('.')}.")
-
-
 def check_regional_frames(frames_read: int | None) -> str:
     """Exercise 1: the frames Dynamo compiles for ``alternating_stack()`` compiled block by block.
 
@@ -128,7 +123,7 @@ def check_regional_frames(frames_read: int | None) -> str:
     if frames_read == counts.frames:
         return check_answer(1, frames_read, counts.frames, hint=hint)
     if frames_read == 0:
-        raise _wrong(
+        raise wrong_answer(
             1,
             "0 frames means nothing was compiled inside your CompileCounts(): the blocks had been "
             "compiled by an earlier run of the cell, and Dynamo reused that code",
@@ -136,7 +131,7 @@ def check_regional_frames(frames_read: int | None) -> str:
         )
     _, with_grad = _regional_frames(alternating_stack(), torch.randn(2, WIDTH), grad=True)
     if frames_read == with_grad.frames:
-        raise _wrong(
+        raise wrong_answer(
             1,
             f"{frames_read} is the count with gradients on, where a block first compiled for an input "
             "that does not require grad is compiled again for one that does (CompileCounts shows it "
@@ -144,8 +139,8 @@ def check_regional_frames(frames_read: int | None) -> str:
             "run the stack under torch.no_grad(), as the exercise says",
         )
     if frames_read == len(stack):
-        raise _wrong(1, f"{frames_read} counts the blocks, not the frames Dynamo compiled", hint)
-    raise _wrong(1, f"{frames_read} is not the number of frames Dynamo compiles for this stack", hint)
+        raise wrong_answer(1, f"{frames_read} counts the blocks, not the frames Dynamo compiled", hint)
+    raise wrong_answer(1, f"{frames_read} is not the number of frames Dynamo compiles for this stack", hint)
 
 
 def _depth_scaled_stack(block_class: type) -> nn.Sequential:
@@ -189,7 +184,7 @@ def check_fixed_block(block_class: type[nn.Module] | None) -> str:
     )
     if counts.frames != 1:
         reason = counts.recompile_reasons[0] if counts.recompile_reasons else "none given"
-        raise _wrong(
+        raise wrong_answer(
             2,
             f"your six blocks compute the right numbers, but Dynamo compiled them {counts.frames} times, "
             f"not once: something that differs between blocks is still guarded (the first recompile "
@@ -255,7 +250,7 @@ def check_mark_region(mark: Callable[[nn.Sequential], Any] | None) -> str:
     except AttributeError as error:
         if "__marked_compile_region_config__" not in str(error):
             raise
-        raise _wrong(
+        raise wrong_answer(
             3,
             "nested_compile_region was given a bound method (such as block.forward or "
             "block.linear.forward): it marks a plain function, and torch could not mark the method "
@@ -272,7 +267,7 @@ def check_mark_region(mark: Callable[[nn.Sequential], Any] | None) -> str:
             else:
                 cls.forward = forward
     if patched:
-        raise _wrong(
+        raise wrong_answer(
             3,
             f"your function changed the forward of the class {', '.join(patched)} itself, which "
             "changes every such module in the session, not only this stack's blocks (the check has "
@@ -285,7 +280,7 @@ def check_mark_region(mark: Callable[[nn.Sequential], Any] | None) -> str:
         if "forward" in vars(module)
     ]
     if own_forward:
-        raise _wrong(
+        raise wrong_answer(
             3,
             f"{', '.join(own_forward)} carry a forward of their own (an instance attribute, set by "
             "`module.forward = ...` or types.MethodType); where a release traces a region once and "
@@ -321,20 +316,22 @@ def check_mark_region(mark: Callable[[nn.Sequential], Any] | None) -> str:
         "every block that class (section 2 did it for GPT2Block)"
     )
     if len(graphs) != 1:
-        raise _wrong(3, f"Dynamo compiled {len(graphs)} graphs for the stack, not one (a graph break?)", hint)
+        raise wrong_answer(
+            3, f"Dynamo compiled {len(graphs)} graphs for the stack, not one (a graph break?)", hint
+        )
     if len(calls) != N_BLOCKS:
-        raise _wrong(
+        raise wrong_answer(
             3,
             f"the graph calls a region {len(calls)} times for {N_BLOCKS} blocks: every block must "
             f"enter a marked forward (operations outside any region: {outside})",
             hint,
         )
     if len(bodies) != 1:
-        raise _wrong(
+        raise wrong_answer(
             3, f"the graph calls {len(bodies)} different subgraphs: the blocks do not share one region", hint
         )
     if outside:
-        raise _wrong(
+        raise wrong_answer(
             3,
             f"the graph still runs {outside} outside the region, once per block: the region is only part "
             "of a block's forward",

@@ -8,15 +8,10 @@ from typing import Any
 
 import torch
 
-from helpers.exercises import check_answer
+from helpers.exercises import check_answer, settings_kept, wrong_answer
 
 #: The learning rate exercise 3's optimizer must start at.
 START_LR = 1e-3
-
-
-def _wrong(exercise: int, what: str, hint: str) -> AssertionError:
-    """A wrong answer: what is wrong with it, then a hint; never the expected value."""
-    return AssertionError(f"Exercise {exercise}: {what}. Hint: {hint.rstrip('.')}.")
 
 
 def _layer_loss(x: torch.Tensor, weight: torch.Tensor) -> torch.Tensor:
@@ -92,7 +87,7 @@ def check_backward_compiled_early(compile_fn: Callable[..., Any] | None) -> str:
     if any(switched_on):
         raise no_answer
     if compiled:
-        raise _wrong(
+        raise wrong_answer(
             1,
             "graphs were compiled before compile_fn returned (it called the function it compiles), so "
             "the check cannot see when the backward is compiled; return the compiled function uncalled",
@@ -105,7 +100,7 @@ def check_backward_compiled_early(compile_fn: Callable[..., Any] | None) -> str:
     if any(switched_on):
         raise no_answer
     if weight.grad is not None or "backward" in ran:  # .backward() or torch.autograd.grad inside
-        raise _wrong(
+        raise wrong_answer(
             1,
             "the function compile_fn returned ran the backward itself during the forward call; "
             "return the compiled function, and let the check call backward()",
@@ -181,8 +176,10 @@ def check_saved_tensors(fn: Callable[..., torch.Tensor], count: int | None) -> s
     if count == compiled_count:
         return check_answer(2, count, compiled_count, hint=hint)
     if count == eager_count:
-        raise _wrong(2, f"{count} is what eager autograd saves, not what the compiled forward saves", hint)
-    raise _wrong(2, f"{count} is not what the compiled forward saves, the weight excluded", hint)
+        raise wrong_answer(
+            2, f"{count} is what eager autograd saves, not what the compiled forward saves", hint
+        )
+    raise wrong_answer(2, f"{count} is not what the compiled forward saves, the weight excluded", hint)
 
 
 #: Dynamo's recompile limits (the older names are aliases; a release has some of them).
@@ -220,17 +217,8 @@ def check_scheduled_optimizer(factory: Callable[[Any], Any] | None, steps: int =
 
     torch.manual_seed(0)
     model = torch.nn.Linear(32, 32)
-    limits = {
-        name: getattr(torch._dynamo.config, name)
-        for name in _RECOMPILE_LIMITS
-        if hasattr(torch._dynamo.config, name)
-    }
-    try:
+    with settings_kept(*(("torch._dynamo.config", name) for name in _RECOMPILE_LIMITS)) as changed:
         optimizer = factory(model.parameters())
-    finally:
-        changed = any(getattr(torch._dynamo.config, name) != value for name, value in limits.items())
-        for name, value in limits.items():
-            setattr(torch._dynamo.config, name, value)
     if changed:
         raise AssertionError(
             "Exercise 3: the factory changed Dynamo's recompile limit, so a recompilation can be "
