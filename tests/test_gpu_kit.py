@@ -32,6 +32,7 @@ def fake_runs(monkeypatch):
         return {"notebook": prefix, "seconds": 0.05, "failure": failure, "skipped": 0}
 
     monkeypatch.setattr(gpu_kit, "install", lambda site: True)
+    monkeypatch.setattr(gpu_kit, "_time_cpu_compile", lambda env: "first CPU compile 1.0 s")
     monkeypatch.setattr(gpu_kit, "_run_one", run_one)
     return seen
 
@@ -42,7 +43,7 @@ def test_parallel_runs_the_slowest_first_and_reports_in_the_order_asked(fake_run
     results = json.loads((tmp_path / "results.json").read_text())
     assert [row["notebook"] for row in results["rows"]] == prefixes
     assert results["parallel"] == 2
-    assert set(fake_runs["order"][:2]) == {"02", "09"}  # LONGEST_FIRST: the two slowest start first
+    assert set(fake_runs["order"][:2]) == {"02", "05"}  # LONGEST_FIRST: the two slowest start first
     assert fake_runs["most_at_once"] == 2
     assert fake_runs["threads"] == {str(max(4, (gpu_kit.os.cpu_count() or 1) // 2))}
     assert "2 notebooks ran at a time" in gpu_kit.device_table([tmp_path])
@@ -68,3 +69,26 @@ def test_parallel_below_one_is_refused_by_name():
         capture_output=True, text=True, cwd=gpu_kit.ROOT,
     )  # fmt: skip
     assert done.returncode == 2 and "--parallel takes a count of at least 1, not 0" in done.stderr
+
+
+def test_readme_replaces_a_runs_section_and_keeps_the_others(fake_runs, tmp_path, monkeypatch):
+    run = tmp_path / "run-b"
+    gpu_kit.run(run, ["04"], None, budget=100)
+    readme = tmp_path / "README.md"
+    old = "**run-a**: an older run\n\n| 01 | passed | 1 s |\n\n**run-b**: stale\n"
+    readme.write_text(f"intro\n<!-- device-table -->\n{old}<!-- /device-table -->\nafter\n")
+    monkeypatch.setattr(gpu_kit, "ROOT", tmp_path)
+    gpu_kit.write_readme([run])
+    text = readme.read_text()
+    assert "**run-a**: an older run" in text and "| 01 | passed | 1 s |" in text  # kept
+    assert "stale" not in text and "| 04 | passed | 0 s |" in text  # run-b's section replaced
+    assert "Before the notebooks, idle: first CPU compile 1.0 s." in text
+    assert text.startswith("intro\n") and text.endswith("<!-- /device-table -->\nafter\n")
+
+
+def test_a_cap_of_zero_or_less_is_refused_by_name():
+    done = subprocess.run(
+        [sys.executable, "-m", "tools.gpu_kit", "run", "--out", "unused", "--cap", "0"],
+        capture_output=True, text=True, cwd=gpu_kit.ROOT,
+    )  # fmt: skip
+    assert done.returncode == 2 and "--cap takes a number of seconds above 0, not 0" in done.stderr

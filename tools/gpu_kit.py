@@ -49,8 +49,10 @@ PARTS = {"1": ("01", "04", "08", "09", "07", "02"), "2": ("03", "05", "06", "10"
 #: Seconds one notebook may run before it is stopped (and reported as stopped).
 CAPS = {"02": 330, "09": 300, "11": 300}
 DEFAULT_CAP = 240
-#: The slowest first, so that notebooks run side by side (--parallel) finish close together.
-LONGEST_FIRST = ("02", "09", "11", "07", "01", "03", "10", "05", "06", "12", "04", "08", "13")
+#: The slowest first, so that notebooks run side by side (--parallel) finish close together: the
+#: order of the H200 runs of 2026-11-27 (02, 11 and 05 stopped at their caps there), 13 (never run
+#: there, 10 s on a CPU) last.
+LONGEST_FIRST = ("02", "11", "05", "09", "10", "07", "12", "01", "08", "03", "04", "06", "13")
 #: No notebook is started with less than this left of the run's budget.
 MIN_START_S = 30
 #: Seconds past its cap before a notebook's runner is killed (it normally stops itself at the cap).
@@ -126,9 +128,17 @@ def _run_one(prefix: str, work: Path, env: dict[str, str], cap: float) -> dict:
     return json.loads(result.read_text())["rows"][0]
 
 
-def run(out: Path, prefixes: list[str], profile: str | None, budget: float, parallel: int = 1) -> int:
+def run(
+    out: Path,
+    prefixes: list[str],
+    profile: str | None,
+    budget: float,
+    parallel: int = 1,
+    cap: float | None = None,
+) -> int:
     """Install, then run ``prefixes`` lax on CUDA within ``budget`` seconds, ``parallel`` at a time
-    (each with its share of the CPUs for compiling); write results.json."""
+    (each with its share of the CPUs for compiling, and at most ``cap`` seconds, default CAPS);
+    write results.json."""
     start = time.perf_counter()
     out.mkdir(parents=True, exist_ok=True)
     site = Path(tempfile.mkdtemp(prefix="course-site-"))
@@ -150,6 +160,8 @@ def run(out: Path, prefixes: list[str], profile: str | None, budget: float, para
     facts = subprocess.run([sys.executable, "-c", probe], env=env, capture_output=True, text=True)
     machine = facts.stdout.strip() or f"probe failed: {facts.stderr.strip()[-300:]}"
     print(machine, flush=True)
+    cpu_compile = _time_cpu_compile(env)
+    print(f"idle, before the notebooks: {cpu_compile}", flush=True)
     work = Path(tempfile.mkdtemp(prefix="course-gpu-run-"))  # $OUT takes few files: only two go there
     queue = list(prefixes) if parallel == 1 else sorted(prefixes, key=_longest_first)
     found: dict[str, dict] = {}
@@ -166,9 +178,9 @@ def run(out: Path, prefixes: list[str], profile: str | None, budget: float, para
                 found[prefix] = {"notebook": prefix, "seconds": 0, "failure": "not run: out of time"}
                 found[prefix]["skipped"] = 0
                 continue
-            cap = min(CAPS.get(prefix, DEFAULT_CAP), left - BACKSTOP_S)
-            print(f"--- {prefix} (cap {cap:.0f} s)", flush=True)
-            found[prefix] = row = _run_one(prefix, work, env, cap)
+            its_cap = min(cap or CAPS.get(prefix, DEFAULT_CAP), left - BACKSTOP_S)
+            print(f"--- {prefix} (cap {its_cap:.0f} s)", flush=True)
+            found[prefix] = row = _run_one(prefix, work, env, its_cap)
             print(f"--- {prefix}: {row['failure'] or 'passed'} in {row['seconds']:.0f} s", flush=True)
 
     lanes = [threading.Thread(target=lane) for _ in range(parallel)]
@@ -178,6 +190,7 @@ def run(out: Path, prefixes: list[str], profile: str | None, budget: float, para
         thread.join()
     rows = [found[prefix] for prefix in prefixes]
     results = {"machine": machine, "profile": profile, "cpus": os.cpu_count(), "parallel": parallel}
+    results["cpu_compile"] = cpu_compile
     results["rows"] = rows
     (out / "results.json").write_text(json.dumps(results, indent=1))
     executed = work / "executed"
@@ -187,6 +200,30 @@ def run(out: Path, prefixes: list[str], profile: str | None, budget: float, para
     for row in rows:
         print(f"| {row['notebook']} | {row['failure'] or 'passed'} | {row['seconds']:.0f} s |")
     return 1 if any(r["failure"] for r in rows) else 0
+
+
+#: Times, in a fresh process with its own cold Inductor cache: importing torch, then two small
+#: functions compiled for CPU tensors (the first pays the one-time costs of building C++).
+CPU_COMPILE_PROBE = """
+import time
+t = time.perf_counter(); import torch; imported = time.perf_counter() - t
+x = torch.randn(64)
+t = time.perf_counter(); torch.compile(lambda v: v.sin() + 1)(x); first = time.perf_counter() - t
+t = time.perf_counter(); torch.compile(lambda v: v.cos() * 2)(x); second = time.perf_counter() - t
+print(f"import torch {imported:.1f} s; first CPU compile {first:.1f} s, second {second:.1f} s")
+"""
+
+
+def _time_cpu_compile(env: dict[str, str], timeout: float = 150) -> str:
+    """How long compiling for the CPU takes on this machine, idle (a line; see CPU_COMPILE_PROBE)."""
+    with tempfile.TemporaryDirectory() as cache:
+        probe_env = dict(env, TORCHINDUCTOR_CACHE_DIR=cache)
+        try:
+            done = subprocess.run([sys.executable, "-c", CPU_COMPILE_PROBE], env=probe_env,
+                                  capture_output=True, text=True, timeout=timeout)  # fmt: skip
+        except subprocess.TimeoutExpired:
+            return f"the CPU compile probe did not finish in {timeout:.0f} s"
+    return done.stdout.strip() or f"the CPU compile probe failed: {done.stderr.strip()[-200:]}"
 
 
 def _longest_first(prefix: str) -> int:
@@ -232,6 +269,8 @@ def device_table(runs: list[Path]) -> str:
         load = f"; {at_once} notebooks ran at a time, so run times and timed figures are under that load"
         load = load if at_once > 1 else ""
         parts += [f"**{folder.name}**: {results['machine']}, {results['cpus']} CPUs{profile}{load}.", ""]
+        if results.get("cpu_compile"):
+            parts += [f"Before the notebooks, idle: {results['cpu_compile']}.", ""]
         parts += ["| notebook | result | run time |", "|---|---|---|"]
         for row in results["rows"]:
             result = (row["failure"] or "passed").splitlines()[0][:110].replace("|", "\\|")
@@ -249,13 +288,25 @@ def device_table(runs: list[Path]) -> str:
     return "\n".join(parts).strip()
 
 
+def _run_sections(block: str) -> dict[str, str]:
+    """The device table's sections, by run name (each starts with a line ``**NAME**: ...``)."""
+    parts = re.split(r"^(?=\*\*[^*\s]+\*\*: )", block.strip(), flags=re.MULTILINE)
+    return {part.split("**")[1]: part.strip() for part in parts if part.startswith("**")}
+
+
 def write_readme(runs: list[Path]) -> None:
-    """Put :func:`device_table` between the README's device-table markers."""
+    """Put :func:`device_table` of ``runs`` between the README's device-table markers: a run's
+    section replaces the one of the same name, a new run's goes last, and the others stay (their
+    run folders are not kept)."""
     readme = ROOT / "README.md"
     start, end = "<!-- device-table -->", "<!-- /device-table -->"
     text = readme.read_text(encoding="utf-8")
     head, rest = text.split(start, 1)
-    readme.write_text(f"{head}{start}\n{device_table(runs)}\n{end}{rest.split(end, 1)[1]}", encoding="utf-8")
+    block, tail = rest.split(end, 1)
+    sections = _run_sections(block)
+    sections.update(_run_sections(device_table(runs)))
+    table = "\n\n".join(sections.values())
+    readme.write_text(f"{head}{start}\n{table}\n{end}{tail}", encoding="utf-8")
     print("README.md: device table written from " + ", ".join(str(r) for r in runs))
 
 
@@ -275,6 +326,7 @@ def main() -> int:
     )
     run_args.add_argument("--budget", type=float, default=530, help="seconds for the whole run (default 530)")
     run_args.add_argument("--parallel", type=int, default=1, help="notebooks at a time (default 1)")
+    run_args.add_argument("--cap", type=float, help="seconds each notebook may run (default: CAPS)")
     readme_args = verbs.add_parser("readme", help="write the README's device table from run folders (here)")
     readme_args.add_argument("runs", nargs="+", type=Path, help="folders holding results.json")
     args = parser.parse_args()
@@ -286,7 +338,9 @@ def main() -> int:
     prefixes = args.prefixes or [p for part in PARTS for p in PARTS[part] if args.part in (part, "all")]
     if args.parallel < 1:
         parser.error(f"--parallel takes a count of at least 1, not {args.parallel}")
-    return run(args.out, prefixes, args.profile, args.budget, args.parallel)
+    if args.cap is not None and args.cap <= 0:
+        parser.error(f"--cap takes a number of seconds above 0, not {args.cap:g}")
+    return run(args.out, prefixes, args.profile, args.budget, args.parallel, args.cap)
 
 
 if __name__ == "__main__":
