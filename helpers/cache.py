@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import json
 import os
+import signal
 import subprocess
 import sys
 import tempfile
@@ -116,6 +117,35 @@ def child_env(env: Mapping[str, str] | None = None, *, drop: Iterable[str] = ())
     return child
 
 
+class ChildCrashed(RuntimeError):
+    """A child of :func:`run_compile_in_fresh_process` was killed by a signal (a crash in C or C++
+    code, such as a segmentation fault, rather than a Python error).
+
+    ``signal_name`` names the signal; the message ends with the Python stack that faulthandler
+    printed, where the crash happened (Python's own lines about extension modules left out).
+
+    Example:
+        >>> crash = ChildCrashed(11, "Fatal Python error: Segmentation fault")
+        >>> crash.signal_name
+        'SIGSEGV'
+        >>> print(crash)
+        the child process was killed by SIGSEGV (signal 11), in:
+        Fatal Python error: Segmentation fault
+    """
+
+    def __init__(self, signal_number: int, stderr: str) -> None:
+        try:
+            self.signal_name = signal.Signals(signal_number).name
+        except ValueError:
+            self.signal_name = f"signal {signal_number}"
+        lines = [line for line in stderr.strip().splitlines() if not line.startswith("Extension modules:")]
+        where = "\n".join(lines[-25:])
+        super().__init__(
+            f"the child process was killed by {self.signal_name} (signal {signal_number})"
+            + (f", in:\n{where}" if where else "")
+        )
+
+
 def run_compile_in_fresh_process(
     script: str | os.PathLike[str],
     *,
@@ -134,7 +164,9 @@ def run_compile_in_fresh_process(
     variables (those of :data:`CACHE_ENV_VARS` included).
     The child must call :func:`emit_result` once. The returned dict is that result plus
     ``"process_s"``, the child's wall-clock time from launch to exit. Its stdout and stderr
-    are captured, and shown only if it fails.
+    are captured, and shown only if it fails: a ``RuntimeError`` with the end of its stderr, or
+    :class:`ChildCrashed` if a signal killed it (the child runs with ``PYTHONFAULTHANDLER=1``,
+    so the error holds the Python stack it crashed in).
 
     Example:
         >>> import tempfile
@@ -161,7 +193,8 @@ def run_compile_in_fresh_process(
         raise ValueError(f"timeout_s must be a positive number of seconds; got {timeout_s!r}")
 
     environment = child_env(
-        {**(env or {}), "TORCHINDUCTOR_CACHE_DIR": str(Path(cache_dir).resolve())}, drop=CACHE_ENV_VARS
+        {"PYTHONFAULTHANDLER": "1", **(env or {}), "TORCHINDUCTOR_CACHE_DIR": str(Path(cache_dir).resolve())},
+        drop=CACHE_ENV_VARS,
     )
     with tempfile.TemporaryDirectory(prefix="course-child-") as folder:
         child = Path(folder) / "child.py"
@@ -176,6 +209,8 @@ def run_compile_in_fresh_process(
             timeout=timeout_s,
         )
         process_s = time.perf_counter() - start
+    if completed.returncode < 0:
+        raise ChildCrashed(-completed.returncode, completed.stderr)
     if completed.returncode != 0:
         tail = "\n".join(completed.stderr.strip().splitlines()[-25:])
         raise RuntimeError(f"the child process exited with code {completed.returncode}:\n{tail}")

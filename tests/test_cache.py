@@ -14,6 +14,7 @@ from helpers.cache import (
     CACHE_ENV_VARS,
     PHASES,
     RESULT_PREFIX,
+    ChildCrashed,
     child_env,
     compile_phases,
     describe_cache_dir,
@@ -69,6 +70,17 @@ def test_script_can_be_a_path(tmp_path):
 def test_child_failure_raises_with_its_stderr(tmp_path):
     with pytest.raises(RuntimeError, match="ZeroDivisionError"):
         run_compile_in_fresh_process("1 / 0", cache_dir=tmp_path)
+
+
+def test_child_killed_by_a_signal_raises_child_crashed_with_its_python_stack(tmp_path):
+    crash = "import ctypes\n\n\ndef load():\n    ctypes.string_at(0)\n\n\nload()\n"  # reads address 0
+    with pytest.raises(ChildCrashed) as caught:
+        run_compile_in_fresh_process(crash, cache_dir=tmp_path)
+    assert caught.value.signal_name == "SIGSEGV"
+    message = str(caught.value)
+    assert message.startswith("the child process was killed by SIGSEGV (signal 11), in:")
+    assert "line 5 in load" in message and "Extension modules" not in message
+    assert isinstance(caught.value, RuntimeError)  # callers that catch RuntimeError still do
 
 
 def test_child_without_result_raises(tmp_path):
