@@ -1,0 +1,137 @@
+"""gpt-fast's weight-only int8 quantization for notebook 09: the model surgery, and the check that a
+compiled step kept it.
+
+- :func:`linearize`: GPT-2's ``Conv1D`` layers (weight ``in x out``) become ``nn.Linear``
+  (``out x in``), the layout the int8 layer and Inductor's int8 pattern expect.
+- :class:`WeightOnlyInt8Linear`: int8 weights and one float scale per output channel; its forward
+  converts the weights to the activations' dtype, multiplies and scales (what Inductor fuses).
+- :func:`quantize_int8`: a copy of a model with its ``nn.Linear`` layers (or some of them) in int8.
+- :func:`relative_distance` and :func:`check_matches_eager`: compiled logits against eager ones,
+  within a share of what quantizing moves them, so that a compiled step which lost its
+  quantization (ran the unquantized weights) fails.
+"""
+
+from __future__ import annotations
+
+import copy
+from collections.abc import Callable
+
+import torch
+import torch.nn.functional as F
+
+
+def linearize(model: torch.nn.Module) -> torch.nn.Module:
+    """Replace every transformers ``Conv1D`` (weight: in x out) with an ``nn.Linear`` (weight: out x
+    in), in place; the outputs stay the same.
+
+    Example:
+        >>> from transformers.pytorch_utils import Conv1D
+        >>> block = torch.nn.Sequential(Conv1D(4, 3))
+        >>> type(linearize(block)[0]).__name__, tuple(block[0].weight.shape)
+        ('Linear', (4, 3))
+    """
+    from transformers.pytorch_utils import Conv1D
+
+    if not isinstance(model, torch.nn.Module):
+        raise TypeError(f"model must be a torch.nn.Module; got {type(model).__name__}")
+    for module in list(model.modules()):
+        for name, child in list(module.named_children()):
+            if isinstance(child, Conv1D):
+                linear = torch.nn.Linear(*child.weight.shape, device=child.weight.device)
+                linear.weight.data = child.weight.data.t().contiguous()
+                linear.bias.data = child.bias.data
+                setattr(module, name, linear)
+    return model
+
+
+class WeightOnlyInt8Linear(torch.nn.Module):
+    """gpt-fast's weight-only int8 linear layer: int8 weights, one float scale per output channel.
+
+    Example:
+        >>> layer = WeightOnlyInt8Linear(torch.nn.Linear(8, 4))
+        >>> layer.weight.dtype, tuple(layer.scales.shape), tuple(layer(torch.ones(2, 8)).shape)
+        (torch.int8, (4,), (2, 4))
+    """
+
+    def __init__(self, linear: torch.nn.Linear):
+        super().__init__()
+        if not isinstance(linear, torch.nn.Linear):
+            raise TypeError(f"linear must be a torch.nn.Linear; got {type(linear).__name__}")
+        weight = linear.weight.detach().float()  # (out_features, in_features)
+        scales = weight.abs().amax(dim=1).clamp(min=1e-12) / 127  # each row's largest weight -> 127
+        self.register_buffer("weight", torch.round(weight / scales[:, None]).to(torch.int8))
+        self.register_buffer("scales", scales)
+        self.register_buffer("bias", None if linear.bias is None else linear.bias.detach().clone())
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        y = F.linear(x, self.weight.to(dtype=x.dtype)) * self.scales
+        return y if self.bias is None else y + self.bias
+
+
+def quantize_int8(model: torch.nn.Module, only: Callable[[str], bool] = lambda name: True) -> torch.nn.Module:
+    """A copy of ``model`` whose ``nn.Linear`` layers, those whose dotted name passes ``only``, are
+    :class:`WeightOnlyInt8Linear`. ``model`` itself is not changed.
+
+    Example:
+        >>> mlp = torch.nn.Sequential(torch.nn.Linear(8, 8), torch.nn.ReLU(), torch.nn.Linear(8, 2))
+        >>> [type(m).__name__ for m in quantize_int8(mlp, only=lambda name: name.endswith("2"))]
+        ['Linear', 'ReLU', 'WeightOnlyInt8Linear']
+    """
+    if not isinstance(model, torch.nn.Module):
+        raise TypeError(f"model must be a torch.nn.Module; got {type(model).__name__}")
+    if not callable(only):
+        raise TypeError(f"only must be a function of a layer's name returning a bool; got {only!r}")
+    quantized = copy.deepcopy(model)
+    for parent_name, module in list(quantized.named_modules()):
+        for name, child in list(module.named_children()):
+            if isinstance(child, torch.nn.Linear) and only(f"{parent_name}.{name}".lstrip(".")):
+                setattr(module, name, WeightOnlyInt8Linear(child))
+    return quantized
+
+
+def relative_distance(logits: torch.Tensor, reference: torch.Tensor) -> float:
+    """``||logits - reference|| / ||reference||`` over every element, in float32.
+
+    Example:
+        >>> relative_distance(torch.tensor([3.0, 4.0]), torch.tensor([3.0, 0.0]))
+        1.3333333730697632
+    """
+    if not (isinstance(logits, torch.Tensor) and isinstance(reference, torch.Tensor)):
+        raise TypeError("logits and reference must be tensors")
+    if logits.shape != reference.shape:
+        raise ValueError(
+            f"logits {tuple(logits.shape)} and reference {tuple(reference.shape)} differ in shape"
+        )
+    reference = reference.float()
+    return ((logits.float() - reference).norm() / reference.norm()).item()
+
+
+def check_matches_eager(
+    compiled: torch.Tensor, eager: torch.Tensor, *, quantization_effect: float, share: float = 0.75
+) -> float:
+    """Assert that ``compiled`` logits lie within ``share`` of ``quantization_effect`` (int8's
+    :func:`relative_distance` from float32, eager) of ``eager``'s; return their distance.
+
+    A compiled step that lost its quantization (it ran the unquantized weights) lies about one whole
+    effect from the int8 eager logits, so it fails; compiled code that only rounds differently
+    stays well inside.
+
+    Example:
+        >>> eager = torch.tensor([1.0, 2.0, 3.0])
+        >>> round(check_matches_eager(eager * 1.001, eager, quantization_effect=0.02), 4)
+        0.001
+        >>> check_matches_eager(eager * 1.02, eager, quantization_effect=0.02)
+        Traceback (most recent call last):
+        AssertionError: compiled logits lie 0.0200 from eager's (relative), more than 0.75 of ...
+    """
+    if not isinstance(quantization_effect, float) or not quantization_effect > 0:
+        raise ValueError(f"quantization_effect must be a positive float; got {quantization_effect!r}")
+    if not isinstance(share, float) or not 0 < share < 1:
+        raise ValueError(f"share must be a float between 0 and 1; got {share!r}")
+    distance = relative_distance(compiled, eager)
+    if distance > share * quantization_effect:
+        raise AssertionError(
+            f"compiled logits lie {distance:.4f} from eager's (relative), more than {share} of the "
+            f"quantization's effect ({quantization_effect:.4f})"
+        )
+    return distance
