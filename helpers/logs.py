@@ -4,7 +4,8 @@ Torch's log artifacts (graph breaks, guards, recompilations) are worth reading i
 but on stderr they carry machine paths and differ between machines. ``captured_log``
 collects them for the notebook to print what matters; ``generated_code`` keeps the programs
 Inductor writes (``TORCH_LOGS="output_code"``); ``without_paths`` cuts file paths;
-``native_stderr_discarded`` silences what C++ code writes to stderr (the profiler's log lines).
+``native_stderr_discarded`` silences what C++ code writes to stderr (the profiler's log lines);
+``autotune_results`` reads the timings max-autotune writes to stderr.
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ import os
 import re
 import sys
 from collections.abc import Iterator
+from dataclasses import dataclass
 
 import torch
 
@@ -121,3 +123,46 @@ def native_stderr_discarded() -> Iterator[None]:
         finally:
             os.dup2(saved, 2)
             os.close(saved)
+
+
+@dataclass(frozen=True)
+class AutotuneResult:
+    """What max-autotune timed for one operation: ``timings`` maps each choice to milliseconds,
+    fastest first; ``chosen`` is the fastest, the one Inductor keeps."""
+
+    operation: str
+    sizes: str
+    timings: dict[str, float]
+
+    @property
+    def chosen(self) -> str:
+        return next(iter(self.timings))
+
+
+_AUTOTUNE_HEADER = re.compile(r"^AUTOTUNE (\w+)\((.*)\)$")
+_AUTOTUNE_CHOICE = re.compile(r"^  (\S+) (\d+(?:\.\d+)?) ms")
+
+
+def autotune_results(stderr_text: str) -> list[AutotuneResult]:
+    """The tables max-autotune writes to stderr (``AUTOTUNE op(sizes)``, then one line per choice
+    with its time), parsed; the format is ``log_results`` in ``torch/_inductor/select_algorithm.py``
+    on torch 2.8, 2.13 and 2.15. Capture them with ``contextlib.redirect_stderr``.
+
+    Example:
+        >>> lines = ["AUTOTUNE mm(1x64, 64x64)", "strides: [64, 1], [64, 1]", "  mm 0.0100 ms 100.0% ",
+        ...          "  cpp_gemm_1 0.0200 ms 50.0% ", "SingleProcess AUTOTUNE benchmarking takes 0.1 seconds"]
+        >>> [(r.operation, r.sizes, r.chosen, r.timings) for r in autotune_results("\\n".join(lines))]
+        [('mm', '1x64, 64x64', 'mm', {'mm': 0.01, 'cpp_gemm_1': 0.02})]
+    """
+    if not isinstance(stderr_text, str):
+        raise TypeError(f"stderr_text must be the captured text (a str); got {type(stderr_text).__name__}")
+    results: list[AutotuneResult] = []
+    for line in stderr_text.splitlines():
+        header = _AUTOTUNE_HEADER.match(line)
+        if header:
+            results.append(AutotuneResult(header[1], header[2], {}))
+            continue
+        choice = _AUTOTUNE_CHOICE.match(line)
+        if choice and results:
+            results[-1].timings[choice[1]] = float(choice[2])
+    return results

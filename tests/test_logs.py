@@ -11,7 +11,7 @@ import torch
 from torch._inductor.utils import fresh_cache
 
 from helpers.guard import compile_support
-from helpers.logs import OUTPUT_CODE_LOGGER, captured_log, generated_code, without_paths
+from helpers.logs import OUTPUT_CODE_LOGGER, autotune_results, captured_log, generated_code, without_paths
 
 
 def test_captures_a_real_dynamo_log_and_keeps_it_off_stderr(capsys):
@@ -99,3 +99,30 @@ def test_generated_code_says_when_torch_logs_keeps_the_log_off():
     done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, env=env)
     assert done.returncode != 0
     assert "add output_code to TORCH_LOGS or unset it" in done.stderr
+
+
+def test_autotune_results_reads_each_table_and_its_choice():
+    text = "\n".join([
+        "AUTOTUNE _weight_int8pack_mm(1x1024, 4096x1024, 4096)",
+        "strides: [0, 1], [1024, 1], [1]",
+        "dtypes: torch.bfloat16, torch.int8, torch.bfloat16",
+        "  _weight_int8pack_mm 0.0988 ms 100.0% ",
+        "  cpp_CppMicroGemmFP32Vec_2 0.1292 ms 76.5% ",
+        "SingleProcess AUTOTUNE benchmarking takes 3.0342 seconds and 0.0003 seconds precompiling",
+        "Autotune Choices Stats:",
+        '{"num_choices": 2, "best_kernel": "_weight_int8pack_mm"}',
+        "AUTOTUNE mm(1x64, 64x64)",
+        "  cpp_CppMicroGemmFP32Vec_0 0.0100 ms 100.0% ",
+        "  mm 0.0300 ms 33.3% ",
+        "  triton_mm_1 inf ms 0.0% ",  # a choice that failed to run
+    ])  # fmt: skip
+    first, second = autotune_results(text)
+    assert (first.operation, first.sizes, first.chosen) == (
+        "_weight_int8pack_mm", "1x1024, 4096x1024, 4096", "_weight_int8pack_mm"
+    )  # fmt: skip
+    assert first.timings == {"_weight_int8pack_mm": 0.0988, "cpp_CppMicroGemmFP32Vec_2": 0.1292}
+    assert second.chosen == "cpp_CppMicroGemmFP32Vec_0"
+    assert list(second.timings) == ["cpp_CppMicroGemmFP32Vec_0", "mm"]  # the failed choice left out
+    assert autotune_results("no tables here\n") == []
+    with pytest.raises(TypeError, match="stderr_text must be the captured text"):
+        autotune_results(None)
