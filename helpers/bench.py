@@ -99,7 +99,8 @@ def compare(
     Each variant is first called ``warmup`` times (compiled ones should already have paid
     their compile time: see :func:`first_call`). Then, ``rounds`` times over, each variant
     runs ``number`` calls in turn, with the device synchronized around each batch. Each round
-    starts with the next variant in turn, so every variant runs first equally often: in a fixed
+    starts with the next variant in turn, so that over a number of rounds that is a multiple of the
+    number of variants, every variant runs first equally often: in a fixed
     order the first variant of a round measured slower (two identical eager training steps
     1.09-1.13x apart, notebook 07).
 

@@ -88,12 +88,15 @@ def break_even_chart(
     calls: int | None = None,
     title: str = "Cumulative time: when does compiling pay off?",
     unit: str = "call",
+    first_call_label: str | None = None,
 ) -> Figure:
     """Cumulative seconds over calls for eager and compiled, with the break-even call marked.
 
     ``first_call_s`` is the compiled variant's first call (compile time included); the
     others are steady-state seconds per call, e.g. the medians from ``bench.compare``. ``unit``
     names what one call is where "call" would mislead, e.g. ``"step"`` for a training step.
+    ``first_call_label`` says what ``first_call_s`` is in the legend where it is more than one
+    first call (default: ``"a 2.0 s first call"``).
 
     Example:
         >>> fig = break_even_chart(first_call_s=2.0, eager_s=0.010, compiled_s=0.006, hardware="CPU")
@@ -106,6 +109,11 @@ def break_even_chart(
     _check_hardware(hardware)
     if not isinstance(unit, str) or not unit.strip() or unit != unit.strip():
         raise ValueError(f"unit must be a word such as 'call' or 'step'; got {unit!r}")
+    if first_call_label is not None and (
+        not isinstance(first_call_label, str) or not first_call_label.strip()
+    ):
+        raise ValueError(f"first_call_label must be a non-empty str or None; got {first_call_label!r}")
+    first = first_call_label or f"a {first_call_s:.1f} s first {unit}"
     crossing = break_even_calls(first_call_s, eager_s, compiled_s)
     if calls is None:
         calls = 2 * crossing if crossing else 1000
@@ -121,7 +129,7 @@ def break_even_chart(
     ax.plot(
         n,
         compiled_total,
-        label=f"compiled ({compiled_s * 1e3:.2f} ms/{unit} after a {first_call_s:.1f} s first {unit})",
+        label=f"compiled ({compiled_s * 1e3:.2f} ms/{unit} after {first})",
     )
     if crossing and crossing <= calls:
         ax.axvline(crossing, color="grey", linestyle="--")

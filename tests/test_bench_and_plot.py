@@ -127,3 +127,17 @@ def test_break_even_chart_rejects_bad_input():
     for bad in ("", " step", 3):
         with pytest.raises(ValueError, match="unit must be a word"):
             plot.break_even_chart(first_call_s=1, eager_s=0.01, compiled_s=0.005, hardware="CPU", unit=bad)
+
+
+def test_break_even_chart_says_what_its_first_call_holds():
+    def compiled_label(**kwargs):
+        fig = plot.break_even_chart(
+            first_call_s=3.0, eager_s=0.01, compiled_s=0.006, hardware="CPU", unit="step", **kwargs
+        )
+        return fig.axes[0].get_legend().get_texts()[1].get_text()
+
+    assert compiled_label() == "compiled (6.00 ms/step after a 3.0 s first step)"
+    two = compiled_label(first_call_label="two first steps (model, optimizer)")
+    assert two == "compiled (6.00 ms/step after two first steps (model, optimizer))"
+    with pytest.raises(ValueError, match="first_call_label must be a non-empty str or None"):
+        compiled_label(first_call_label=" ")
