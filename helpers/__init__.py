@@ -11,12 +11,15 @@ Modules, one job each:
 - ``helpers.plot``: eager vs compiled latency and break-even charts.
 - ``helpers.models``: the course's MLP and GPT-2 (built from a config, no download).
 - ``helpers.counters``: graphs, graph breaks, recompilations and cache hits, for asserts.
-- ``helpers.logs``: torch's log records (graph breaks, guards) read as text, paths cut.
+- ``helpers.logs``: torch's log records (graph breaks, guards), generated code and max-autotune's
+  timings read as text, paths cut.
 - ``helpers.memory``: the peak memory of a call (one method per device) and the activations
   a forward pass saves for the backward pass.
 - ``helpers.cache``: compiling in a fresh process with its own cache (cold and warm starts).
 - ``helpers.ddp_demo``: the process plumbing of a compiled DDP run on CPU processes.
 - ``helpers.decoding``: static-cache greedy decoding and the bytes a decoding step reads.
+- ``helpers.quantize``: weight-only int8 layers (gpt-fast's), and a check that a compiled step
+  kept its quantization.
 - ``helpers.exercises``: the self-check every exercise ends with (``check_answer``), and each
   notebook's exercise checks (``helpers.exercises.nb01`` ...), tested with wrong answers.
 - ``helpers.tables``: a table a notebook shows (rendered, not printed as raw pipes).
