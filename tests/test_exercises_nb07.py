@@ -119,6 +119,26 @@ def test_exercise_1_rejects_the_switch_scoped_to_the_compiled_call():
     assert torch._functorch.config.force_non_lazy_backward_lowering is False
 
 
+def test_exercise_1_rejects_making_every_compile_dynamic_and_restores_it():
+    def everything_dynamic(fn, backend):  # review: a process-wide setting, kept after the check
+        torch._dynamo.config.assume_static_by_default = False
+        return torch.compile(fn, backend=backend)
+
+    def dynamic_at_the_first_call(fn, backend):  # the same, set by the function it returns
+        compiled = torch.compile(fn, backend=backend)
+
+        def call(*args):
+            torch._dynamo.config.assume_static_by_default = False
+            return compiled(*args)
+
+        return call
+
+    for wrong in (everything_dynamic, dynamic_at_the_first_call):
+        with pytest.raises(AssertionError, match="assume_static_by_default changed, a global setting"):
+            nb07.check_backward_compiled_early(wrong)
+        assert torch._dynamo.config.assume_static_by_default is True
+
+
 def test_exercise_2_saved_tensors():
     assert nb07.check_saved_tensors(_chain, None) == "Exercise 2: not answered yet."
     # x (for the weight's gradient) and the matmul's output; sin, cos and exp are recomputed.

@@ -78,7 +78,17 @@ def check_backward_compiled_early(compile_fn: Callable[..., Any] | None) -> str:
         "compile with the backend you are given, so that the backward needs a size the forward "
         "must save for it: look for the compile option that makes sizes symbolic (notebook 04)"
     )
-    compiled_fn = compile_fn(_layer_loss, backend)
+    # A global setting that makes every later compile dynamic is no answer either; put back, then refused.
+    process_wide = ("torch._dynamo.config", "assume_static_by_default")
+    global_setting = (
+        "compile_fn left torch._dynamo.config.assume_static_by_default changed, a global setting that "
+        "makes every later compile in this process dynamic (put back now). Hint: make the sizes "
+        "symbolic for this compile only (notebook 04)"
+    )
+    with settings_kept(process_wide) as changed:
+        compiled_fn = compile_fn(_layer_loss, backend)
+    if changed:
+        raise AssertionError(f"Exercise 1: {global_setting}")
     if getattr(config, switch, False) != switch_before:
         setattr(config, switch, switch_before)  # switched back for the rest of the process
         raise no_answer
@@ -95,7 +105,10 @@ def check_backward_compiled_early(compile_fn: Callable[..., Any] | None) -> str:
         )
     torch.manual_seed(0)
     x, weight = torch.randn(4, 8), torch.randn(8, 8, requires_grad=True)
-    loss = compiled_fn(x, weight)
+    with settings_kept(process_wide) as changed:
+        loss = compiled_fn(x, weight)
+    if changed:
+        raise AssertionError(f"Exercise 1: {global_setting}")
     after_forward = list(compiled)
     if any(switched_on):
         raise no_answer
