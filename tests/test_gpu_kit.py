@@ -63,12 +63,19 @@ def test_out_of_budget_notebooks_are_reported_not_run(fake_runs, tmp_path):
     assert fake_runs["order"] == []
 
 
-def test_parallel_below_one_is_refused_by_name():
+@pytest.mark.parametrize(
+    ("option", "message"),
+    [
+        ("--parallel", "--parallel takes a count of at least 1, not 0"),
+        ("--cap", "--cap takes a number of seconds above 0, not 0"),
+    ],
+)
+def test_a_bad_count_is_refused_by_name(option, message):
     done = subprocess.run(
-        [sys.executable, "-m", "tools.gpu_kit", "run", "--out", "unused", "--parallel", "0"],
+        [sys.executable, "-m", "tools.gpu_kit", "run", "--out", "unused", option, "0"],
         capture_output=True, text=True, cwd=gpu_kit.ROOT,
     )  # fmt: skip
-    assert done.returncode == 2 and "--parallel takes a count of at least 1, not 0" in done.stderr
+    assert done.returncode == 2 and message in done.stderr
 
 
 def test_readme_replaces_a_runs_section_and_keeps_the_others(fake_runs, tmp_path, monkeypatch):
@@ -84,11 +91,3 @@ def test_readme_replaces_a_runs_section_and_keeps_the_others(fake_runs, tmp_path
     assert "stale" not in text and "| 04 | passed | 0 s |" in text  # run-b's section replaced
     assert "Before the notebooks, idle: first CPU compile 1.0 s." in text
     assert text.startswith("intro\n") and text.endswith("<!-- /device-table -->\nafter\n")
-
-
-def test_a_cap_of_zero_or_less_is_refused_by_name():
-    done = subprocess.run(
-        [sys.executable, "-m", "tools.gpu_kit", "run", "--out", "unused", "--cap", "0"],
-        capture_output=True, text=True, cwd=gpu_kit.ROOT,
-    )  # fmt: skip
-    assert done.returncode == 2 and "--cap takes a number of seconds above 0, not 0" in done.stderr
