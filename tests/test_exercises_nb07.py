@@ -7,6 +7,7 @@ import torch
 import torch._functorch.config
 
 from helpers.exercises import nb07
+from helpers.memory import SavedTensors, saved_activations
 
 
 def test_exercise_1_backward_compiled_during_the_forward():
@@ -139,31 +140,74 @@ def test_exercise_1_rejects_making_every_compile_dynamic_and_restores_it():
         assert torch._dynamo.config.assume_static_by_default is True
 
 
+def _measure(fn, backend=nb07.CHAIN_BACKEND, *, rows=8, weight_excluded=True, grad=True):
+    """What a learner's saved_activations call returns: fn compiled with backend (None: eager)."""
+    x = torch.randn(rows, 16, requires_grad=grad)
+    weight = torch.randn(16, 16, requires_grad=grad)
+    torch._dynamo.reset()
+    call = fn if backend is None else torch.compile(fn, backend=backend)
+    return saved_activations(lambda: call(x, weight), exclude=[weight] if weight_excluded else [])
+
+
+def _no_size_words(message):  # "higher" or "lower" would let a learner bisect to a small count
+    words = set(message.lower().replace(",", " ").replace("(", " ").split())
+    return not {"high", "higher", "low", "lower", "more", "fewer", "less"} & words
+
+
 def test_exercise_2_saved_tensors():
     assert nb07.check_saved_tensors(_chain, None) == "Exercise 2: not answered yet."
     # x (for the weight's gradient) and the matmul's output; sin, cos and exp are recomputed.
-    assert nb07.check_saved_tensors(_chain, 2) == "Exercise 2: correct."
+    assert nb07.check_saved_tensors(_chain, _measure(_chain)) == "Exercise 2: correct."
     # The same maths written with torch.matmul and the functional forms: the same graph.
     also_right = lambda x, w: torch.exp(torch.cos(torch.sin(torch.matmul(x, w)))).sum()  # noqa: E731
-    assert nb07.check_saved_tensors(also_right, 2) == "Exercise 2: correct."
+    assert nb07.check_saved_tensors(also_right, _measure(also_right)) == "Exercise 2: correct."
+
+
+@pytest.mark.parametrize("typed", [0, 1, 2, 3, 4], ids=lambda n: f"typed {n}")
+def test_exercise_2_refuses_a_typed_number_even_the_right_count(typed):  # review: 0, 1, 2... found it
+    with pytest.raises(AssertionError, match=rf"Exercise 2: {typed} is a number typed in, not a measurement"):
+        nb07.check_saved_tensors(_chain, typed)
 
 
 @pytest.mark.parametrize(
-    "wrong",
+    ("measured", "told"),
     [
-        pytest.param(1, id="the unchanged chain's count"),
-        pytest.param(4, id="eager's count"),
-        pytest.param(3, id="the weight counted too"),
-        pytest.param(0, id="nothing saved"),
+        pytest.param(
+            lambda: _measure(_chain, None), "is what eager autograd saves", id="eager's measurement"
+        ),
+        pytest.param(
+            lambda: _measure(_chain, weight_excluded=False),
+            "counts the weight too",
+            id="compiled, weight counted",
+        ),
+        pytest.param(
+            lambda: _measure(_chain, None, weight_excluded=False),
+            "counts the weight too",
+            id="eager, weight counted",
+        ),
+        pytest.param(
+            lambda: _measure(_chain, grad=False), "found nothing saved", id="inputs without gradients"
+        ),
+        pytest.param(lambda: _measure(_chain, rows=4), "is not what fn compiled", id="other inputs' shapes"),
+        pytest.param(lambda: _measure(_chain, "aot_eager"), "is not what fn compiled", id="another backend"),
+        pytest.param(
+            lambda: _measure(_unchanged), "is not what fn compiled", id="the unchanged chain measured"
+        ),
+        pytest.param(
+            lambda: SavedTensors(count=2, nbytes=2048),
+            "is not what fn compiled",
+            id="built by hand, bytes wrong",
+        ),
     ],
 )
-def test_exercise_2_rejects_wrong_counts(wrong):
-    told = rf"Exercise 2: {wrong} is (not what the compiled|what eager)"
-    with pytest.raises(AssertionError, match=told) as caught:
-        nb07.check_saved_tensors(_chain, wrong)
-    # Only that it is wrong: "higher" or "lower" would let a learner bisect to a small count.
-    words = set(str(caught.value).lower().replace(",", " ").split())
-    assert not {"high", "low", "more", "fewer", "less"} & words
+def test_exercise_2_rejects_a_wrong_measurement(measured, told):
+    saved = measured()
+    with pytest.raises(AssertionError, match=rf"Exercise 2: your measurement \(.*\) {told}") as caught:
+        nb07.check_saved_tensors(_chain, saved)
+    message = str(caught.value)
+    assert _no_size_words(message), message
+    right = _measure(_chain)
+    assert f"{right.count} tensors, {right.nbytes} bytes" not in message  # never the answer
 
 
 def _detached_weight(x, weight):
@@ -175,44 +219,109 @@ def _without_grad(x, weight):
         return torch.sin(x @ weight).cos().exp().sum()
 
 
-@pytest.mark.parametrize(("fn", "count"), [(_detached_weight, 1), (_without_grad, 0)])
-def test_exercise_2_rejects_a_chain_that_saves_less_by_cutting_gradients(fn, count):  # review
+@pytest.mark.parametrize("fn", [_detached_weight, _without_grad])
+def test_exercise_2_rejects_a_chain_that_saves_less_by_cutting_gradients(fn):  # review
     with pytest.raises(AssertionError, match="and its gradients"):
-        nb07.check_saved_tensors(fn, count)
+        nb07.check_saved_tensors(fn, _measure(fn))
 
 
 def test_exercise_2_rejects_the_unchanged_function_and_bad_arguments():
     with pytest.raises(AssertionError, match="matmul"):
-        nb07.check_saved_tensors(_unchanged, 1)
+        nb07.check_saved_tensors(_unchanged, _measure(_unchanged))
+    after_the_chain = lambda x, w: (torch.sin(x).cos().exp() @ w).sum()  # noqa: E731
     with pytest.raises(AssertionError, match="matmul"):  # the matmul after the chain, not before
-        nb07.check_saved_tensors(lambda x, w: (torch.sin(x).cos().exp() @ w).sum(), 2)
-    with pytest.raises(TypeError, match="count"):
-        nb07.check_saved_tensors(_chain, "2")
+        nb07.check_saved_tensors(after_the_chain, _measure(after_the_chain))
+    for not_a_measurement in ("2", 2.0, True, (2, 1024)):
+        with pytest.raises(TypeError, match="saved must be the SavedTensors"):
+            nb07.check_saved_tensors(_chain, not_a_measurement)
     with pytest.raises(TypeError, match="fn"):
-        nb07.check_saved_tensors(2, 2)
+        nb07.check_saved_tensors(2, _measure(_chain))
 
 
-def test_exercise_3_scheduled_optimizer():
+def _groups(body_lr, head_lr, **defaults):
+    """AdamW over the check's two groups; a group's lr of None takes AdamW's default."""
+
+    def factory(body, head):
+        groups = [{"params": body}, {"params": head}]
+        for group, lr in zip(groups, (body_lr, head_lr), strict=True):
+            if lr is not None:
+                group["lr"] = lr
+        return torch.optim.AdamW(groups, **defaults)
+
+    return factory
+
+
+def _one_tensor_for_both(body, head):
+    lr = torch.tensor(1e-3)
+    return torch.optim.AdamW([{"params": body, "lr": lr}, {"params": head, "lr": lr}])
+
+
+@pytest.mark.parametrize(
+    "right",
+    [
+        pytest.param(_groups(torch.tensor(1e-3), torch.tensor(1e-3)), id="a tensor per group"),
+        # The head's learning rate never changes: a float there is never guarded against a new value.
+        pytest.param(
+            _groups(torch.tensor(1e-3), 1e-3), id="the changing body's lr a tensor, the head's a float"
+        ),
+        pytest.param(
+            _groups(None, torch.tensor(1e-3), lr=torch.tensor(1e-3)), id="the default for one group"
+        ),
+    ],
+)
+def test_exercise_3_scheduled_optimizer(right):
     assert nb07.check_scheduled_optimizer(None) == "Exercise 3: not answered yet."
-    right = nb07.check_scheduled_optimizer(lambda params: torch.optim.AdamW(params, lr=torch.tensor(1e-3)))
-    assert right == "Exercise 3: correct."
+    assert nb07.check_scheduled_optimizer(lambda body, head: None) == "Exercise 3: not answered yet."
+    assert nb07.check_scheduled_optimizer(right) == "Exercise 3: correct."
 
 
 @pytest.mark.parametrize(
     ("wrong", "match"),
     [
-        # A float recompiles once the scheduler changes it (the guard lr == 0.001 fails).
-        (lambda params: torch.optim.AdamW(params, lr=1e-3), "wrong for .*'lr value out of the guards'"),
+        # The notebook's recipe copied: one tensor, AdamW's default, shared by both groups. Nothing
+        # recompiles, but the scheduler fills the one tensor with each group's value in turn.
+        pytest.param(_groups(None, None, lr=torch.tensor(1e-3)), "one and the same", id="one default tensor"),
+        pytest.param(_one_tensor_for_both, "one and the same", id="one tensor object in both groups"),
+        # A float the scheduler changes recompiles (the guard lr == 0.001 fails).
+        pytest.param(_groups(None, None, lr=1e-3), "wrong for 'recompilations'", id="float lr"),
+        pytest.param(
+            _groups(1e-3, torch.tensor(1e-3)), "wrong for 'recompilations'", id="tensor on the wrong group"
+        ),
         # Finding 31: 0.0 stays 0.0 under LambdaLR, so the guard holds and nothing recompiles.
-        (lambda params: torch.optim.AdamW(params, lr=0.0), "wrong for 'starts at START_LR'"),
-        # Finding 31: a tensor, but the wrong start value.
-        (lambda params: torch.optim.AdamW(params, lr=torch.tensor(5.0)), "wrong for 'starts at START_LR'"),
-        (lambda params: torch.optim.AdamW(params, lr=torch.tensor(0.0)), "wrong for 'starts at START_LR'"),
+        pytest.param(_groups(None, None, lr=0.0), "wrong for 'body starts at START_LR'", id="float 0.0"),
+        pytest.param(
+            _groups(torch.tensor(5.0), torch.tensor(5.0)),
+            "wrong for 'body starts at START_LR'",
+            id="start 5.0",
+        ),
+        pytest.param(
+            _groups(torch.tensor(0.0), torch.tensor(0.0)),
+            "wrong for 'body starts at START_LR'",
+            id="start 0.0",
+        ),
+        pytest.param(
+            _groups(torch.tensor(1e-3), torch.tensor(1e-2)),
+            "wrong for 'head starts at START_LR'",
+            id="head 1e-2",
+        ),
+        pytest.param(
+            lambda body, head: torch.optim.AdamW([*body, *head], lr=torch.tensor(1e-3)),
+            "needs two",
+            id="one group",
+        ),
+        pytest.param(
+            lambda body, head: torch.optim.AdamW(
+                [{"params": head, "lr": torch.tensor(1e-3)}, {"params": body, "lr": torch.tensor(1e-3)}]
+            ),
+            "needs two",
+            id="groups swapped",
+        ),
     ],
 )
 def test_exercise_3_rejects(wrong, match):
-    with pytest.raises(AssertionError, match=match):
+    with pytest.raises(AssertionError, match=match) as caught:
         nb07.check_scheduled_optimizer(wrong)
+    assert "tensor" not in str(caught.value).lower()  # review: a key once read "lr is a tensor"
 
 
 def _limit_names():
@@ -224,27 +333,26 @@ def test_exercise_3_rejects_a_changed_recompile_limit_and_puts_it_back(lr):  # r
     names = _limit_names()
     before = {name: getattr(torch._dynamo.config, name) for name in names}
 
-    def no_recompiles(params):
+    def no_recompiles(body, head):
         setattr(torch._dynamo.config, names[0], 0)  # recompile_limit, or cache_size_limit on older names
-        return torch.optim.AdamW(params, lr=lr)
+        return torch.optim.AdamW([{"params": body}, {"params": head}], lr=lr)
 
     with pytest.raises(AssertionError, match="changed Dynamo's recompile limit"):
         nb07.check_scheduled_optimizer(no_recompiles)
     assert {name: getattr(torch._dynamo.config, name) for name in names} == before
 
 
-def test_exercise_3_message_does_not_name_the_answer():  # review: a key once read "lr is a tensor"
-    with pytest.raises(AssertionError) as caught:
-        nb07.check_scheduled_optimizer(lambda params: torch.optim.AdamW(params, lr=1e-3))
-    assert "tensor" not in str(caught.value).lower()
-
-
 def test_exercise_3_rejects_another_optimizer_and_bad_arguments():
-    with pytest.raises(AssertionError, match="AdamW"):
-        nb07.check_scheduled_optimizer(lambda params: torch.optim.SGD(params, lr=torch.tensor(1e-3)))
+    for other in (torch.optim.SGD, torch.optim.Adam):
+        with pytest.raises(AssertionError, match="AdamW"):
+            nb07.check_scheduled_optimizer(
+                lambda body, head, other=other: other(
+                    [{"params": body, "lr": torch.tensor(1e-3)}, {"params": head, "lr": torch.tensor(1e-3)}]
+                )
+            )
     with pytest.raises(TypeError, match="factory"):
         nb07.check_scheduled_optimizer(torch.tensor(1e-3))
     with pytest.raises(ValueError, match="steps"):
-        nb07.check_scheduled_optimizer(lambda params: None, steps=1)
+        nb07.check_scheduled_optimizer(lambda body, head: None, steps=1)
     with pytest.raises(TypeError, match="compile_fn"):
         nb07.check_backward_compiled_early("dynamic=True")

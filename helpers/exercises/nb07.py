@@ -133,29 +133,57 @@ def _chain(x: torch.Tensor, weight: torch.Tensor) -> torch.Tensor:
     return torch.sin(x @ weight).cos().exp().sum()
 
 
-def check_saved_tensors(fn: Callable[..., torch.Tensor], count: int | None) -> str:
-    """Exercise 2: ``fn(x, weight)`` computes ``exp(cos(sin(x @ weight))).sum()``; ``count`` is how many
-    tensors its forward saves for backward when compiled with ``backend="aot_eager_decomp_partition"``,
-    the weight excluded, as ``helpers.memory.saved_activations`` counts them.
+#: The backend exercise 2 compiles with: AOTAutograd, Inductor's decompositions and its partitioner.
+CHAIN_BACKEND = "aot_eager_decomp_partition"
 
-    The check runs ``fn`` eagerly on ``x`` of shape (8, 16) and a (16, 16) ``weight``, both requiring
-    gradients, then compiles it with that backend and counts. Eager autograd saves more than the
-    partitioner, which recomputes the cheap element-wise results from the matmul's output. A wrong
-    count is told only that it is wrong (or that it is eager's count): never higher or lower, so the
-    answer cannot be found by trying numbers.
+
+def _described(saved: Any) -> str:
+    return f"{saved.count} tensors, {saved.nbytes} bytes"
+
+
+def check_saved_tensors(fn: Callable[..., torch.Tensor], saved: Any) -> str:
+    """Exercise 2: ``fn(x, weight)`` computes ``exp(cos(sin(x @ weight))).sum()``; ``saved`` is the
+    measurement itself: the ``SavedTensors`` that ``helpers.memory.saved_activations(...,
+    exclude=[weight])`` returned for a call of ``fn`` compiled with ``backend=CHAIN_BACKEND`` on an
+    ``x`` of shape (8, 16) and a (16, 16) ``weight`` (the notebook's ``chain_x`` and ``chain_weight``),
+    both float32 and requiring gradients.
+
+    The check runs ``fn`` eagerly against the exercise's function and its gradients, then measures on
+    its own inputs of those shapes what eager autograd saves and what ``fn`` compiled with that backend
+    saves, and compares both the count and the bytes of ``saved`` with the compiled forward's (the
+    partitioner recomputes the cheap element-wise results from the matmul's output, so eager saves
+    more). A number is refused whatever it is, since a small count can be found by trying numbers:
+    pass the measurement. The check cannot tell a ``SavedTensors`` built by hand from a measured one;
+    a measurement of something else is told what it measured instead where the check can tell (eager
+    autograd, the weight included, nothing saved), never what the compiled forward saves.
 
     Example:
         >>> check_saved_tensors(lambda x, weight: torch.sin(x).cos().exp().sum(), None)
         'Exercise 2: not answered yet.'
     """
+    from helpers.memory import SavedTensors, saved_activations
+
     if not callable(fn):
         raise TypeError(f"fn must be a function (x, weight) -> loss; got {type(fn).__name__}")
-    if count is None:
+    if saved is None:
         return "Exercise 2: not answered yet."
-    if not isinstance(count, int) or isinstance(count, bool):
-        raise TypeError(f"count must be a whole number of tensors; got {type(count).__name__}")
-    from helpers.memory import saved_activations
-
+    hint = (
+        f"compile the changed function with backend={CHAIN_BACKEND!r}, and pass what "
+        "saved_activations(lambda: compiled(chain_x, chain_weight), exclude=[chain_weight]) returns: "
+        "a matmul is not recomputed, element-wise operations are"
+    )
+    if isinstance(saved, int) and not isinstance(saved, bool):
+        raise wrong_answer(
+            2,
+            f"{saved} is a number typed in, not a measurement; pass the SavedTensors that "
+            "saved_activations returned for your compiled call",
+            hint,
+        )
+    if not isinstance(saved, SavedTensors):
+        raise TypeError(
+            "saved must be the SavedTensors that helpers.memory.saved_activations returns; "
+            f"got {type(saved).__name__}"
+        )
     generator = torch.Generator().manual_seed(0)
     x = torch.randn(8, 16, generator=generator).requires_grad_()
     weight = (torch.randn(16, 16, generator=generator) / 4).requires_grad_()
@@ -167,32 +195,40 @@ def check_saved_tensors(fn: Callable[..., torch.Tensor], count: int | None) -> s
     except (AssertionError, RuntimeError, TypeError) as error:
         raise AssertionError(
             "Exercise 2: fn does not compute exp(cos(sin(x @ weight))).sum() and its gradients yet; put "
-            "the matmul in front of the chain, then count what the compiled forward saves."
+            "the matmul in front of the chain, then measure what the compiled forward saves."
         ) from error
-    eager_count = saved_activations(lambda: _chain(x, weight), exclude=[weight]).count
+    eager = saved_activations(lambda: _chain(x, weight), exclude=[weight])
+    eager_with_weight = saved_activations(lambda: _chain(x, weight))
     torch._dynamo.reset()
     try:
-        compiled = torch.compile(fn, backend="aot_eager_decomp_partition")
-        compiled_count = saved_activations(lambda: compiled(x, weight), exclude=[weight]).count
+        compiled_fn = torch.compile(fn, backend=CHAIN_BACKEND)
+        compiled = saved_activations(lambda: compiled_fn(x, weight), exclude=[weight])
+        compiled_with_weight = saved_activations(lambda: compiled_fn(x, weight))
     finally:
         torch._dynamo.reset()
-    if compiled_count >= eager_count:  # the lesson's premise; a release that changed it must say so
+    if compiled.count >= eager.count:  # the lesson's premise; a release that changed it must say so
         raise RuntimeError(
-            f"the partitioner saved {compiled_count} tensors, eager autograd {eager_count}: "
+            f"the partitioner saved {_described(compiled)}, eager autograd {_described(eager)}: "
             "this release no longer recomputes the chain"
         )
-    hint = (
-        "compile the changed function with the backend named, call it on inputs that need "
-        "gradients, and count with saved_activations(..., exclude=[weight]): a matmul is not "
-        "recomputed, element-wise operations are"
-    )
-    if count == compiled_count:
-        return check_answer(2, count, compiled_count, hint=hint)
-    if count == eager_count:
-        raise wrong_answer(
-            2, f"{count} is what eager autograd saves, not what the compiled forward saves", hint
+    measured = (saved.count, saved.nbytes)
+    if measured == (compiled.count, compiled.nbytes):
+        return check_answer(2, measured, measured, hint=hint)
+    if measured == (eager.count, eager.nbytes):
+        what = "is what eager autograd saves: measure the call of the compiled function"
+    elif measured in {(m.count, m.nbytes) for m in (eager_with_weight, compiled_with_weight)}:
+        what = "counts the weight too: leave it out with exclude=[chain_weight]"
+    elif saved.count == 0:
+        what = (
+            "found nothing saved for backward: call the compiled function on chain_x and chain_weight, "
+            "which need gradients, inside saved_activations"
         )
-    raise wrong_answer(2, f"{count} is not what the compiled forward saves, the weight excluded", hint)
+    else:
+        what = (
+            f"is not what fn compiled with backend={CHAIN_BACKEND!r} saves on inputs shaped like chain_x "
+            "and chain_weight, the weight excluded"
+        )
+    raise wrong_answer(2, f"your measurement ({_described(saved)}) {what}", hint)
 
 
 #: Dynamo's recompile limits (the older names are aliases; a release has some of them).
@@ -203,35 +239,45 @@ _RECOMPILE_LIMITS = (
     "accumulated_cache_size_limit",
 )
 
+#: Exercise 3's schedule, one factor per parameter group: the body's learning rate decays, the head's stays.
+SCHEDULE = (lambda step: 0.9**step, lambda step: 1.0)
 
-def check_scheduled_optimizer(factory: Callable[[Any], Any] | None, steps: int = 4) -> str:
-    """Exercise 3: ``factory(params)`` returns an AdamW starting at ``START_LR`` whose compiled
-    ``step()`` does not recompile while a scheduler changes the learning rate.
 
-    The check reads the starting learning rate (it must be ``START_LR``, held in a tensor, whose
-    value no guard reads), then runs ``steps`` compiled steps (``backend="eager"``) under
-    ``LambdaLR(0.9 ** step)`` and counts recompilations; it also checks that the scheduler really
-    changed the learning rate, and that ``factory`` left Dynamo's recompile limits as they were
-    (the check puts them back). A wrong answer's message names what is wrong, not the fix.
+def check_scheduled_optimizer(factory: Callable[..., Any] | None, steps: int = 4) -> str:
+    """Exercise 3: ``factory(body_params, head_params)`` returns an AdamW with two parameter groups, the
+    body's parameters first, both starting at ``START_LR``, whose compiled ``step()`` does not recompile
+    while ``LambdaLR(optimizer, SCHEDULE)`` decays the body's learning rate (0.9 per step) and keeps the
+    head's.
+
+    The check reads where each group starts, runs ``steps`` compiled steps (``backend="eager"``) under
+    that scheduler, counts recompilations and reads where each group's learning rate ended; it also
+    checks that ``factory`` left Dynamo's recompile limits as they were (the check puts them back). A
+    wrong answer's message names what is wrong, not the fix: a float the scheduler changes recompiles,
+    and one object held by both groups takes every value the scheduler writes into it, so the body ends
+    at the head's learning rate.
 
     Example:
         >>> check_scheduled_optimizer(None)
         'Exercise 3: not answered yet.'
-        >>> check_scheduled_optimizer(lambda params: torch.optim.AdamW(params, lr=torch.tensor(1e-3)))
+        >>> check_scheduled_optimizer(lambda body, head: torch.optim.AdamW(
+        ...     [{"params": body, "lr": torch.tensor(1e-3)}, {"params": head, "lr": torch.tensor(1e-3)}]))
         'Exercise 3: correct.'
     """
     if factory is None:
         return "Exercise 3: not answered yet."
     if not callable(factory):
-        raise TypeError(f"factory must be a function params -> optimizer; got {type(factory).__name__}")
+        raise TypeError(
+            "factory must be a function (body_params, head_params) -> optimizer; "
+            f"got {type(factory).__name__}"
+        )
     if not isinstance(steps, int) or isinstance(steps, bool) or steps < 2:
         raise ValueError(f"steps must be an int >= 2; got {steps!r}")
     from helpers.counters import CompileCounts
 
     torch.manual_seed(0)
-    model = torch.nn.Linear(32, 32)
+    body, head = torch.nn.Linear(32, 32), torch.nn.Linear(32, 8)
     with settings_kept(*(("torch._dynamo.config", name) for name in _RECOMPILE_LIMITS)) as changed:
-        optimizer = factory(model.parameters())
+        optimizer = factory(body.parameters(), head.parameters())
     if changed:
         raise AssertionError(
             "Exercise 3: the factory changed Dynamo's recompile limit, so a recompilation can be "
@@ -242,10 +288,15 @@ def check_scheduled_optimizer(factory: Callable[[Any], Any] | None, steps: int =
         return "Exercise 3: not answered yet."
     if not isinstance(optimizer, torch.optim.AdamW):
         raise AssertionError(f"Exercise 3: return a torch.optim.AdamW; got {type(optimizer).__name__}.")
-    start = optimizer.param_groups[0]["lr"]
-    is_tensor = isinstance(start, torch.Tensor)
-    start_value = float(start)
-    scheduler = torch.optim.lr_scheduler.LambdaLR(optimizer, lambda step: 0.9**step)
+    groups = optimizer.param_groups
+    held = [{id(p) for p in group["params"]} for group in groups]
+    if held != [{id(p) for p in body.parameters()}, {id(p) for p in head.parameters()}]:
+        raise AssertionError(
+            f"Exercise 3: the optimizer holds {len(groups)} parameter group(s); it needs two, body_params "
+            "in the first and head_params in the second, so that the scheduler can treat them apart."
+        )
+    starts = [float(group["lr"]) for group in groups]
+    scheduler = torch.optim.lr_scheduler.LambdaLR(optimizer, list(SCHEDULE))
     torch._dynamo.reset()
 
     @torch.compile(backend="eager")
@@ -255,26 +306,33 @@ def check_scheduled_optimizer(factory: Callable[[Any], Any] | None, steps: int =
     x = torch.randn(4, 32)
     with CompileCounts() as counts:
         for _ in range(steps):
-            model(x).square().mean().backward()
+            head(body(x)).square().mean().backward()
             optimizer_step()
             scheduler.step()
             optimizer.zero_grad(set_to_none=True)
-    end_value = float(optimizer.param_groups[0]["lr"])
+    ends = [float(group["lr"]) for group in groups]
     answer = {
-        "starts at START_LR": math.isclose(start_value, START_LR, rel_tol=1e-6),
-        "lr value out of the guards": is_tensor,
-        "scheduler changed lr": math.isclose(end_value, START_LR * 0.9**steps, rel_tol=1e-5),
+        "body starts at START_LR": math.isclose(starts[0], START_LR, rel_tol=1e-6),
+        "head starts at START_LR": math.isclose(starts[1], START_LR, rel_tol=1e-6),
         "recompilations": counts.recompilations,
+        "body's lr followed its schedule": math.isclose(
+            ends[0], starts[0] * SCHEDULE[0](steps), rel_tol=1e-5
+        ),
+        "head's lr followed its schedule": math.isclose(
+            ends[1], starts[1] * SCHEDULE[1](steps), rel_tol=1e-5
+        ),
     }
-    expected = {
-        "starts at START_LR": True,
-        "lr value out of the guards": True,
-        "scheduler changed lr": True,
-        "recompilations": 0,
-    }
-    return check_answer(
-        3,
-        answer,
-        expected,
-        hint=f"start at {START_LR:g}, and hold the value where a guard does not read it (notebook 04)",
+    expected = {key: True for key in answer} | {"recompilations": 0}
+    hint = (
+        "keep every learning rate the scheduler changes out of Dynamo's guards (section 3), and look "
+        "at what each of optimizer.param_groups holds after a scheduler step"
     )
+    wrong = [key for key in expected if answer[key] != expected[key]]
+    if wrong == ["body's lr followed its schedule"] and groups[0]["lr"] is groups[1]["lr"]:
+        raise wrong_answer(
+            3,
+            "the body's learning rate ended at the head's: both groups hold one and the same "
+            "learning-rate object, and the scheduler writes each group's new value into it in turn",
+            hint,
+        )
+    return check_answer(3, answer, expected, hint=hint)
