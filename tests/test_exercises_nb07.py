@@ -337,9 +337,35 @@ def test_exercise_3_rejects_a_changed_recompile_limit_and_puts_it_back(lr):  # r
         setattr(torch._dynamo.config, names[0], 0)  # recompile_limit, or cache_size_limit on older names
         return torch.optim.AdamW([{"params": body}, {"params": head}], lr=lr)
 
-    with pytest.raises(AssertionError, match="changed Dynamo's recompile limit"):
+    with pytest.raises(AssertionError, match="changed a process-wide compiler setting"):
         nb07.check_scheduled_optimizer(no_recompiles)
     assert {name: getattr(torch._dynamo.config, name) for name in names} == before
+
+
+def _float_lr_with(switch):
+    def factory(body, head):
+        switch()
+        return torch.optim.AdamW([{"params": body}, {"params": head}], lr=1e-3)
+
+    return factory
+
+
+@pytest.mark.parametrize(
+    "switch",
+    [
+        lambda: torch.compiler.set_stance("eager_on_recompile"),  # review: recompiles ran eagerly, uncounted
+        lambda: torch.compiler.set_stance("force_eager"),  # nothing compiled
+        lambda: setattr(torch._dynamo.config, "assume_static_by_default", False),  # dynamic floats
+    ],
+    ids=["eager_on_recompile", "force_eager", "assume_static_by_default"],
+)
+def test_exercise_3_rejects_a_process_wide_switch_and_puts_it_back(switch):  # review, round 4
+    import torch._dynamo.eval_frame as eval_frame
+
+    stance, static = eval_frame._stance, torch._dynamo.config.assume_static_by_default
+    with pytest.raises(AssertionError, match="changed a process-wide compiler setting"):
+        nb07.check_scheduled_optimizer(_float_lr_with(switch))
+    assert eval_frame._stance == stance and torch._dynamo.config.assume_static_by_default == static
 
 
 def test_exercise_3_rejects_another_optimizer_and_bad_arguments():

@@ -251,7 +251,8 @@ def check_scheduled_optimizer(factory: Callable[..., Any] | None, steps: int = 4
 
     The check reads where each group starts, runs ``steps`` compiled steps (``backend="eager"``) under
     that scheduler, counts recompilations and reads where each group's learning rate ended; it also
-    checks that ``factory`` left Dynamo's recompile limits as they were (the check puts them back). A
+    checks that ``factory`` left Dynamo's recompile limits, ``assume_static_by_default`` and the compile
+    stance as they were (the check puts them back), and that the step compiled a graph. A
     wrong answer's message names what is wrong, not the fix: a float the scheduler changes recompiles,
     and one object held by both groups takes every value the scheduler writes into it, so the body ends
     at the head's learning rate.
@@ -272,17 +273,25 @@ def check_scheduled_optimizer(factory: Callable[..., Any] | None, steps: int = 4
         )
     if not isinstance(steps, int) or isinstance(steps, bool) or steps < 2:
         raise ValueError(f"steps must be an int >= 2; got {steps!r}")
+    import torch._dynamo.eval_frame as eval_frame
+
     from helpers.counters import CompileCounts
 
     torch.manual_seed(0)
     body, head = torch.nn.Linear(32, 32), torch.nn.Linear(32, 8)
-    with settings_kept(*(("torch._dynamo.config", name) for name in _RECOMPILE_LIMITS)) as changed:
+    # Process-wide switches that hide a recompilation instead of avoiding it: put back, then refused.
+    switches = [("torch._dynamo.config", name) for name in (*_RECOMPILE_LIMITS, "assume_static_by_default")]
+    stance = eval_frame._stance  # torch.compiler.set_stance's setting
+    with settings_kept(*switches) as changed:
         optimizer = factory(body.parameters(), head.parameters())
+    if eval_frame._stance != stance:
+        changed.append(f"torch.compiler.set_stance({eval_frame._stance.stance!r})")
+        eval_frame._set_stance(stance)
     if changed:
         raise AssertionError(
-            "Exercise 3: the factory changed Dynamo's recompile limit, so a recompilation can be "
-            "skipped instead of counted. Hint: leave the limits alone; make the optimizer's step need "
-            "no recompilation (notebook 04)."
+            f"Exercise 3: the factory changed a process-wide compiler setting ({', '.join(changed)}; put "
+            "back now), so a recompilation can be skipped or run eagerly instead of counted. Hint: leave "
+            "the compiler's settings alone; make the optimizer's step need no recompilation (notebook 04)."
         )
     if optimizer is None:
         return "Exercise 3: not answered yet."
@@ -310,6 +319,11 @@ def check_scheduled_optimizer(factory: Callable[..., Any] | None, steps: int = 4
             optimizer_step()
             scheduler.step()
             optimizer.zero_grad(set_to_none=True)
+    if counts.graphs == 0:
+        raise AssertionError(
+            "Exercise 3: the compiled step compiled no graph, so the check has nothing to count. Hint: "
+            "return the optimizer itself, and leave the compiler's settings alone."
+        )
     ends = [float(group["lr"]) for group in groups]
     answer = {
         "body starts at START_LR": math.isclose(starts[0], START_LR, rel_tol=1e-6),
