@@ -8,8 +8,8 @@ The boilerplate behind notebooks 08 and 09; the lesson (the decoding step and it
 - :func:`position_inputs`: where the new token goes, in the arguments the installed
   transformers expects (``cache_position`` on 4.x, only ``position_ids`` on 5.x).
 - :func:`decode_step_bytes`: the bytes one single-token step reads, by component.
-- :func:`last_level_cache_bytes`, :func:`working_set_past_cache` and
-  :func:`copy_bandwidth_gb_s`: the machine's side of the bandwidth bound.
+- :func:`last_level_cache_bytes`, :func:`working_set_past_cache`,
+  :func:`reader` and :func:`read_bandwidth_gb_s`: the machine's side of the bandwidth bound.
 - :func:`split_step_time`: a profiled step's time split into matrix products, fused
   elementwise kernels, attention and overhead (notebook 09).
 
@@ -117,7 +117,7 @@ def working_set_past_cache(
     """A working-set size in bytes that does not fit the last-level cache: ``factor`` times it.
 
     At least ``minimum`` bytes; where the cache size is unknown, ``4 * minimum``. Pass it to
-    :func:`copy_bandwidth_gb_s` to measure the memory (DRAM) bandwidth, not the cache's.
+    :func:`read_bandwidth_gb_s` to measure the memory (DRAM) bandwidth, not the cache's.
 
     Example:
         >>> working_set_past_cache(minimum=2**20) >= 4 * (last_level_cache_bytes() or 2**20)
@@ -133,15 +133,39 @@ def working_set_past_cache(
     return max(minimum, -(-factor * cache // mib) * mib)  # rounded up to whole MiB
 
 
+def _check_read_args(n_bytes: int, threads: int | None) -> None:
+    if not isinstance(n_bytes, int) or isinstance(n_bytes, bool) or n_bytes < 4:
+        raise ValueError(f"n_bytes must be an int >= 4 (the bytes to read); got {n_bytes!r}")
+    if threads is not None and (not isinstance(threads, int) or isinstance(threads, bool) or threads < 1):
+        raise ValueError(f"threads must be a positive int or None (keep torch's setting); got {threads!r}")
+
+
+def reader(n_bytes: int, device: str | torch.device | None = "cpu") -> Callable[[], torch.Tensor]:
+    """A zero-argument callable that reads ``n_bytes`` once: a sum over a preallocated float32 buffer.
+
+    A sum reads its input and writes one number, so its GB/s is read bandwidth, what a decoding
+    step mostly needs (a copy also writes as much as it reads). Allocating the buffer here keeps
+    allocation and first-touch page faults out of any timing. Time it interleaved with other work
+    (``helpers.bench.compare``), or through :func:`read_bandwidth_gb_s`.
+
+    Example:
+        >>> read = reader(2**20)
+        >>> float(read())  # 262,144 float32 ones
+        262144.0
+    """
+    _check_read_args(n_bytes, None)
+    return torch.ones(n_bytes // 4, device=normalize_device(device)).sum
+
+
 @dataclass(frozen=True)
-class CopyBandwidth:
-    """A copy's bandwidth: ``gb_s`` over a working set of ``n_bytes`` with ``threads`` CPU threads
-    (``None`` for a GPU's copy, which CPU threads do not run).
+class ReadBandwidth:
+    """A read's bandwidth: ``gb_s`` over a buffer of ``n_bytes`` with ``threads`` CPU threads
+    (``None`` for a GPU's read, which CPU threads do not run).
 
     Example:
         >>> from helpers.bench import Timing
-        >>> print(CopyBandwidth(gb_s=20.0, n_bytes=2**27, threads=1, timing=Timing("copy", (0.0067,))))
-        copy of a 128 MiB working set, 1 thread(s): 20.0 GB/s (median of 1)
+        >>> print(ReadBandwidth(gb_s=20.0, n_bytes=2**27, threads=1, timing=Timing("read", (0.0067,))))
+        read of a 128 MiB buffer, 1 thread(s): 20.0 GB/s (median of 1)
     """
 
     gb_s: float
@@ -152,52 +176,43 @@ class CopyBandwidth:
     def __str__(self) -> str:
         where = "" if self.threads is None else f", {self.threads} thread(s)"
         return (
-            f"copy of a {self.n_bytes / 2**20:,.0f} MiB working set{where}: "
+            f"read of a {self.n_bytes / 2**20:,.0f} MiB buffer{where}: "
             f"{self.gb_s:.1f} GB/s (median of {self.timing.n})"
         )
 
 
-def copy_bandwidth_gb_s(
+def read_bandwidth_gb_s(
     n_bytes: int,
     device: str | torch.device | None = "cpu",
     *,
     threads: int | None = None,
     warmup: int = 2,
     rounds: int = 10,
-) -> CopyBandwidth:
-    """Measure the bandwidth of copying one tensor into another, over a working set of ``n_bytes``.
+) -> ReadBandwidth:
+    """Measure read bandwidth over a buffer of ``n_bytes`` (:func:`reader`): bytes / median seconds.
 
-    The source and the (preallocated) target hold ``n_bytes / 2`` each, so the copy reads
-    half of the working set and writes the other half; GB/s counts both (as STREAM's copy
-    does): ``n_bytes / median seconds / 1e9``. Preallocating keeps allocation and first-touch
-    page faults out of the timing. Where the working set fits the last-level cache, this is
-    the cache's bandwidth; size it with :func:`working_set_past_cache` for the memory's.
-    ``threads`` sets torch's CPU thread count for the measurement (then restores it).
+    Where the buffer fits the last-level cache, this is the cache's bandwidth; size it with
+    :func:`working_set_past_cache` for the memory's. ``threads`` sets torch's CPU thread count for
+    the measurement (then restores it).
 
     Example:
-        >>> result = copy_bandwidth_gb_s(2**20, rounds=3)
+        >>> result = read_bandwidth_gb_s(2**20, rounds=3)
         >>> result.gb_s > 0, result.n_bytes, result.timing.n
         (True, 1048576, 3)
     """
-    if not isinstance(n_bytes, int) or isinstance(n_bytes, bool) or n_bytes < 8:
-        raise ValueError(f"n_bytes must be an int >= 8 (the working set in bytes); got {n_bytes!r}")
-    if threads is not None and (not isinstance(threads, int) or isinstance(threads, bool) or threads < 1):
-        raise ValueError(f"threads must be a positive int or None (keep torch's setting); got {threads!r}")
+    _check_read_args(n_bytes, threads)
     name = normalize_device(device)
     before = torch.get_num_threads()
     try:
         if threads is not None:
             torch.set_num_threads(threads)
-        source = torch.ones(n_bytes // 8, device=name)  # float32: n_bytes / 2 per tensor
-        target = torch.empty_like(source)
-        timing = time_call(
-            lambda: target.copy_(source), name="copy", device=name, warmup=warmup, rounds=rounds
-        )
+        read = reader(n_bytes, name)
+        timing = time_call(read, name="read", device=name, warmup=warmup, rounds=rounds)
         used = torch.get_num_threads() if name == "cpu" else None
     finally:
         torch.set_num_threads(before)
-    moved = 2 * source.numel() * source.element_size()
-    return CopyBandwidth(gb_s=moved / timing.median / 1e9, n_bytes=moved, threads=used, timing=timing)
+    n_read = n_bytes // 4 * 4
+    return ReadBandwidth(gb_s=n_read / timing.median / 1e9, n_bytes=n_read, threads=used, timing=timing)
 
 
 def _state_bytes(module: torch.nn.Module) -> int:

@@ -107,9 +107,9 @@ def relative_distance(logits: torch.Tensor, reference: torch.Tensor) -> float:
 
 
 def check_matches_eager(
-    compiled: torch.Tensor, eager: torch.Tensor, *, quantization_effect: float, share: float = 0.75
+    compiled: torch.Tensor, eager: torch.Tensor, *, effect: float, share: float = 0.75
 ) -> float:
-    """Assert that ``compiled`` logits lie within ``share`` of ``quantization_effect`` (int8's
+    """Assert that ``compiled`` logits lie within ``share`` of ``effect`` (a precision's
     :func:`relative_distance` from float32, eager) of ``eager``'s; return their distance.
 
     A compiled step that lost its quantization (it ran the unquantized weights) lies about one whole
@@ -118,20 +118,20 @@ def check_matches_eager(
 
     Example:
         >>> eager = torch.tensor([1.0, 2.0, 3.0])
-        >>> round(check_matches_eager(eager * 1.001, eager, quantization_effect=0.02), 4)
+        >>> round(check_matches_eager(eager * 1.001, eager, effect=0.02), 4)
         0.001
-        >>> check_matches_eager(eager * 1.02, eager, quantization_effect=0.02)
+        >>> check_matches_eager(eager * 1.02, eager, effect=0.02)
         Traceback (most recent call last):
         AssertionError: compiled logits lie 0.0200 from eager's (relative), more than 0.75 of ...
     """
-    if not isinstance(quantization_effect, float) or not quantization_effect > 0:
-        raise ValueError(f"quantization_effect must be a positive float; got {quantization_effect!r}")
+    if not isinstance(effect, float) or not effect > 0:
+        raise ValueError(f"effect must be a positive float; got {effect!r}")
     if not isinstance(share, float) or not 0 < share < 1:
         raise ValueError(f"share must be a float between 0 and 1; got {share!r}")
     distance = relative_distance(compiled, eager)
-    if distance > share * quantization_effect:
+    if distance > share * effect:
         raise AssertionError(
             f"compiled logits lie {distance:.4f} from eager's (relative), more than {share} of the "
-            f"quantization's effect ({quantization_effect:.4f})"
+            f"effect ({effect:.4f})"
         )
     return distance

@@ -1,4 +1,4 @@
-"""Static-cache decoding, the bytes a decoding step reads, the cache size and the copy bandwidth."""
+"""Static-cache decoding, the bytes a decoding step reads, the cache size and the read bandwidth."""
 
 from __future__ import annotations
 
@@ -103,29 +103,39 @@ def test_working_set_past_cache(monkeypatch):
         decoding.working_set_past_cache(minimum=-1)
 
 
-# --- the copy bandwidth ---------------------------------------------------------------------
+# --- the read bandwidth ---------------------------------------------------------------------
 
 
-def test_copy_bandwidth_counts_read_and_write_and_restores_threads():
+def test_reader_reads_the_bytes_asked_for():
+    read = decoding.reader(2**20)
+    assert read().item() == 2**20 / 4  # a sum of float32 ones: one element per 4 bytes
+    assert read.__self__.numel() * read.__self__.element_size() == 2**20
+
+
+def test_read_bandwidth_counts_the_bytes_read_and_restores_threads():
     before = torch.get_num_threads()
-    result = decoding.copy_bandwidth_gb_s(2**20, threads=1, warmup=1, rounds=2)
+    result = decoding.read_bandwidth_gb_s(2**20 + 3, threads=1, warmup=1, rounds=2)
     assert torch.get_num_threads() == before
-    assert result.threads == 1 and result.n_bytes == 2**20 and result.timing.n == 2
+    assert result.threads == 1 and result.n_bytes == 2**20 and result.timing.n == 2  # whole float32s
     assert result.gb_s == pytest.approx(2**20 / result.timing.median / 1e9)
-    assert "1 MiB working set, 1 thread(s)" in str(result)
+    assert "read of a 1 MiB buffer, 1 thread(s)" in str(result)
 
 
-@pytest.mark.parametrize(("kwargs", "name"), [({"n_bytes": 4}, "n_bytes"), ({"n_bytes": 2.0**20}, "n_bytes")])
-def test_copy_bandwidth_rejects_bad_sizes(kwargs, name):
-    with pytest.raises(ValueError, match=name):
-        decoding.copy_bandwidth_gb_s(**kwargs)
+@pytest.mark.parametrize("n_bytes", [3, 2.0**20, True])
+def test_read_bandwidth_and_reader_reject_bad_sizes(n_bytes):
+    with pytest.raises(ValueError, match="n_bytes"):
+        decoding.read_bandwidth_gb_s(n_bytes)
+    with pytest.raises(ValueError, match="n_bytes"):
+        decoding.reader(n_bytes)
 
 
-def test_copy_bandwidth_rejects_bad_threads_and_devices():
+def test_read_bandwidth_rejects_bad_threads_and_devices():
     with pytest.raises(ValueError, match="threads"):
-        decoding.copy_bandwidth_gb_s(2**10, threads=0)
+        decoding.read_bandwidth_gb_s(2**10, threads=0)
     with pytest.raises(ValueError, match="device"):
-        decoding.copy_bandwidth_gb_s(2**10, device="tpu")
+        decoding.read_bandwidth_gb_s(2**10, device="tpu")
+    with pytest.raises(ValueError, match="device"):
+        decoding.reader(2**10, device="tpu")
 
 
 # --- the bytes a decoding step reads --------------------------------------------------------

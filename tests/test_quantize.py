@@ -53,10 +53,10 @@ def test_bad_arguments_are_refused_by_name():
         WeightOnlyInt8Linear(torch.nn.Conv1d(2, 2, 1))
     with pytest.raises(ValueError, match="differ in shape"):
         relative_distance(torch.ones(2), torch.ones(3))
-    with pytest.raises(ValueError, match="quantization_effect must be a positive float"):
-        check_matches_eager(torch.ones(2), torch.ones(2), quantization_effect=0.0)
+    with pytest.raises(ValueError, match="effect must be a positive float"):
+        check_matches_eager(torch.ones(2), torch.ones(2), effect=0.0)
     with pytest.raises(ValueError, match="share must be a float between 0 and 1"):
-        check_matches_eager(torch.ones(2), torch.ones(2), quantization_effect=0.1, share=1.5)
+        check_matches_eager(torch.ones(2), torch.ones(2), effect=0.1, share=1.5)
 
 
 @needs_inductor
@@ -75,6 +75,6 @@ def test_a_compiled_step_that_lost_its_quantization_fails():
         eager_int8 = logits(int8)
         compiled_int8 = logits(torch.compile(int8))
         lost = logits(torch.compile(bfloat16))  # a compiled step that ran the unquantized weights
-    check_matches_eager(compiled_int8, eager_int8, quantization_effect=effect)  # the faithful step passes
-    with pytest.raises(AssertionError, match="more than 0.75 of the quantization's effect"):
-        check_matches_eager(lost, eager_int8, quantization_effect=effect)
+    check_matches_eager(compiled_int8, eager_int8, effect=effect)  # the faithful step passes
+    with pytest.raises(AssertionError, match="more than 0.75 of the effect"):
+        check_matches_eager(lost, eager_int8, effect=effect)
