@@ -66,12 +66,12 @@ def check_float32_activations(
     if n_int8_layers == 0:
         raise AssertionError(
             "Exercise 1: your model has no int8 layer: nothing could fuse because nothing is int8. "
-            "Hint: keep quantize_int8(tiny), drop only the .to(HALF)."
+            "Hint: keep quantize_int8(tiny), drop only the .to(torch.bfloat16)."
         )
     if activation_dtype != torch.float32:
         raise AssertionError(
             f"Exercise 1: your model's activations are {activation_dtype}, not float32. "
-            "Hint: quantize without converting the model with .to(HALF)."
+            "Hint: quantize without converting the model with .to(torch.bfloat16)."
         )
     if generated_code is None:
         raise ValueError("generated_code must be the code Inductor generated for your model once answered")
