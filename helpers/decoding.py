@@ -10,6 +10,8 @@ The boilerplate behind notebooks 08 and 09; the lesson (the decoding step and it
 - :func:`decode_step_bytes`: the bytes one single-token step reads, by component.
 - :func:`last_level_cache_bytes`, :func:`working_set_past_cache`,
   :func:`reader` and :func:`read_bandwidth_gb_s`: the machine's side of the bandwidth bound.
+- :func:`timed_against_reads` and :func:`bound_table`: decoding requests timed between reads of
+  their steps' bytes, and each one's share of that read bound (notebook 09).
 - :func:`split_step_time`: a profiled step's time split into matrix products, fused
   elementwise kernels, attention and overhead (notebook 09).
 
@@ -23,16 +25,19 @@ from __future__ import annotations
 import inspect
 import os
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Hashable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import torch
+from IPython.display import Markdown
 
+from helpers import bench
 from helpers.bench import Timing, time_call
 from helpers.counters import CompileCounts
-from helpers.device import normalize_device, synchronize
+from helpers.device import normalize_device, synchronize, thread_count
+from helpers.tables import markdown_table
 
 #: A decoding step: ``step(model, token, cache, positions) -> next token ids (batch, 1)``.
 Step = Callable[[Any, torch.Tensor, Any, Mapping[str, torch.Tensor]], torch.Tensor]
@@ -202,17 +207,199 @@ def read_bandwidth_gb_s(
     """
     _check_read_args(n_bytes, threads)
     name = normalize_device(device)
-    before = torch.get_num_threads()
-    try:
-        if threads is not None:
-            torch.set_num_threads(threads)
+    with thread_count(threads):
         read = reader(n_bytes, name)
         timing = time_call(read, name="read", device=name, warmup=warmup, rounds=rounds)
         used = torch.get_num_threads() if name == "cpu" else None
-    finally:
-        torch.set_num_threads(before)
     n_read = n_bytes // 4 * 4
     return ReadBandwidth(gb_s=n_read / timing.median / 1e9, n_bytes=n_read, threads=used, timing=timing)
+
+
+@dataclass(frozen=True)
+class Recipe:
+    """A way to serve decoding requests, for :func:`timed_against_reads`.
+
+    ``request()`` runs one request and returns its decoding steps' seconds (a
+    :class:`Generation`'s ``step_s``); ``n_bytes`` is what one step reads
+    (:func:`decode_step_bytes`); ``threads`` is torch's CPU thread count for the request and for
+    its read (``None``: unchanged, as on a GPU).
+
+    Example:
+        >>> Recipe(lambda: (0.002, 0.002), n_bytes=2**20, threads=1).n_bytes
+        1048576
+    """
+
+    request: Callable[[], Sequence[float]]
+    n_bytes: int
+    threads: int | None = None
+
+    def __post_init__(self) -> None:
+        if not callable(self.request):
+            raise TypeError(
+                "request must be callable with no arguments, returning the steps' seconds; "
+                f"got {type(self.request).__name__}"
+            )
+        _check_read_args(self.n_bytes, self.threads)
+
+
+@dataclass(frozen=True)
+class ShareOfBound:
+    """A recipe's decoding speed against its read bound, over the rounds of :func:`timed_against_reads`.
+
+    ``tokens_s``: 1 / the median over rounds of each request's median step. ``spread``: those
+    per-round step medians' range over their median. ``gb_s``: the step's bytes over its time
+    (median over rounds). ``bound_gb_s``: the read of the same bytes at the same thread count
+    (median over rounds), ``bound_spread`` its range over its median. ``share``: the median of
+    the round-by-round ratio ``gb_s / bound_gb_s``, ``share_range`` its lowest and highest.
+
+    Example:
+        >>> r = ShareOfBound(500.0, 0.02, 10.0, 20.0, 0.05, 0.5, (0.45, 0.55))
+        >>> f"{r.tokens_s:.0f} tokens/s, {r.share:.0%} of the bound"
+        '500 tokens/s, 50% of the bound'
+    """
+
+    tokens_s: float
+    spread: float
+    gb_s: float
+    bound_gb_s: float
+    bound_spread: float
+    share: float
+    share_range: tuple[float, float]
+
+
+def _relative_range(values: Sequence[float]) -> float:
+    return (max(values) - min(values)) / _median(values)
+
+
+def _median(values: Sequence[float]) -> float:
+    ordered = sorted(values)
+    middle = len(ordered) // 2
+    return ordered[middle] if len(ordered) % 2 else (ordered[middle - 1] + ordered[middle]) / 2
+
+
+def timed_against_reads(
+    recipes: Mapping[Hashable, Recipe],
+    *,
+    device: str | torch.device | None = "cpu",
+    rounds: int = 5,
+    past_cache_bytes: int | None = None,
+) -> tuple[dict[Hashable, ShareOfBound], dict[int | None, float]]:
+    """Each recipe's requests timed between reads of its steps' bytes, and its share of that bound.
+
+    One :func:`helpers.bench.compare` run interleaves every recipe's request with a read
+    (:func:`reader`) of each recipe's ``n_bytes`` at its ``threads``, ``rounds`` times, so
+    that the steps and their bound share the machine's state; shares are taken round by
+    round. With ``past_cache_bytes`` (see :func:`working_set_past_cache`), a read that size
+    runs at each thread count too: the memory's bandwidth, returned second (GB/s by thread
+    count; empty without it). No warm-up call: run (and compile) each request once before.
+
+    Example:
+        >>> recipes = {"slow": Recipe(lambda: (0.004,), 2**20), "fast": Recipe(lambda: (0.002,), 2**20)}
+        >>> results, memory = timed_against_reads(recipes, rounds=2)
+        >>> results["fast"].tokens_s, memory
+        (500.0, {})
+    """
+    if not isinstance(recipes, Mapping) or not recipes:
+        raise ValueError("recipes must be a non-empty mapping of key -> Recipe")
+    for key, recipe in recipes.items():
+        if not isinstance(recipe, Recipe):
+            raise TypeError(f"recipes[{key!r}] must be a Recipe; got {type(recipe).__name__}")
+    if not isinstance(rounds, int) or isinstance(rounds, bool) or rounds < 1:
+        raise ValueError(f"rounds must be a positive int; got {rounds!r}")
+    if past_cache_bytes is not None:
+        _check_read_args(past_cache_bytes, None)
+    name = normalize_device(device)
+    thread_counts = {recipe.threads for recipe in recipes.values()}
+    reads = {(recipe.n_bytes, recipe.threads) for recipe in recipes.values()}
+    if past_cache_bytes is not None:
+        reads |= {(past_cache_bytes, threads) for threads in thread_counts}
+    step_medians: dict[Hashable, list[float]] = {key: [] for key in recipes}
+
+    def request(key: Hashable) -> Callable[[], None]:
+        def run() -> None:
+            with thread_count(recipes[key].threads):
+                steps = recipes[key].request()
+            if not isinstance(steps, Sequence) or not steps:
+                raise ValueError(f"recipes[{key!r}].request() must return the steps' seconds; got {steps!r}")
+            step_medians[key].append(_median(steps))
+
+        return run
+
+    def read(n_bytes: int, threads: int | None) -> Callable[[], None]:
+        fn = reader(n_bytes, name)
+
+        def run() -> None:
+            with thread_count(threads):
+                fn()
+
+        return run
+
+    names = {key: f"request {index}" for index, key in enumerate(recipes)}
+    candidates = {names[key]: request(key) for key in recipes}
+    candidates |= {f"read {n} {t}": read(n, t) for n, t in sorted(reads, key=str)}
+    timings = bench.compare(candidates, device=name, warmup=0, rounds=rounds)
+    results = {}
+    for key, recipe in recipes.items():
+        read_gb_s = [
+            recipe.n_bytes / s / 1e9 for s in timings[f"read {recipe.n_bytes} {recipe.threads}"].times_s
+        ]
+        gb_s = [recipe.n_bytes / s / 1e9 for s in step_medians[key]]
+        shares = [g / r for g, r in zip(gb_s, read_gb_s, strict=True)]
+        results[key] = ShareOfBound(
+            tokens_s=1 / _median(step_medians[key]),
+            spread=_relative_range(step_medians[key]),
+            gb_s=_median(gb_s),
+            bound_gb_s=_median(read_gb_s),
+            bound_spread=_relative_range(read_gb_s),
+            share=_median(shares),
+            share_range=(min(shares), max(shares)),
+        )
+    memory = {}
+    if past_cache_bytes is not None:
+        for threads in sorted(thread_counts, key=str):
+            memory[threads] = past_cache_bytes / timings[f"read {past_cache_bytes} {threads}"].median / 1e9
+    return results, memory
+
+
+def bound_table(
+    results: Mapping[tuple[str, str], ShareOfBound], eager_tokens_s: Mapping[str, float] | None = None
+) -> Markdown:
+    """:func:`timed_against_reads`' results keyed ``(variant, recipe)`` as a table to ``display()``.
+
+    With ``eager_tokens_s`` (by variant), an eager column comes before the compiled tokens/s.
+
+    Example:
+        >>> r = ShareOfBound(500.0, 0.02, 10.0, 20.0, 0.05, 0.5, (0.45, 0.55))
+        >>> print(bound_table({("int8", "default"): r}).data.splitlines()[-1])
+        | int8 | default | 500.0 | 2% | 10.0 | 20.0 (5%) | 50% (45%-55%) |
+    """
+    if not isinstance(results, Mapping) or not all(
+        isinstance(key, tuple) and len(key) == 2 and isinstance(r, ShareOfBound) for key, r in results.items()
+    ):
+        raise TypeError(
+            "results must map (variant, recipe) keys to ShareOfBound, as timed_against_reads returns"
+        )
+    if eager_tokens_s is not None and (
+        not isinstance(eager_tokens_s, Mapping)
+        or any(variant not in eager_tokens_s for variant, _ in results)
+    ):
+        raise ValueError("eager_tokens_s must map every variant of results to its eager tokens/s")
+    eager = [] if eager_tokens_s is None else ["eager tokens/s (one request)"]
+    header = ["variant", "recipe", *eager, "tokens/s", "rounds' spread", "GB/s", "read bound GB/s (spread)"]
+    rows = [
+        [
+            variant,
+            recipe,
+            *([] if eager_tokens_s is None else [f"{eager_tokens_s[variant]:.1f}"]),
+            f"{r.tokens_s:.1f}",
+            f"{r.spread:.0%}",
+            f"{r.gb_s:.1f}",
+            f"{r.bound_gb_s:.1f} ({r.bound_spread:.0%})",
+            f"{r.share:.0%} ({r.share_range[0]:.0%}-{r.share_range[1]:.0%})",
+        ]
+        for (variant, recipe), r in results.items()
+    ]
+    return markdown_table([*header, "of bound (range)"], rows)
 
 
 def _state_bytes(module: torch.nn.Module) -> int:

@@ -5,8 +5,10 @@ Nothing here calls a CUDA or MPS API that raises where the device is missing.
 
 from __future__ import annotations
 
+import contextlib
 import math
 import os
+from collections.abc import Iterator
 
 import torch
 
@@ -63,6 +65,31 @@ def synchronize(device: str | torch.device | None = "cpu") -> None:
         torch.cuda.synchronize()
     elif name == "mps" and torch.backends.mps.is_available():
         torch.mps.synchronize()
+
+
+@contextlib.contextmanager
+def thread_count(threads: int | None) -> Iterator[None]:
+    """torch's CPU thread count set to ``threads`` inside the block, then put back (``None``: unchanged).
+
+    Compiled code guards on the thread count: a function compiled at one count compiles again
+    at another.
+
+    Example:
+        >>> before = torch.get_num_threads()
+        >>> with thread_count(1):
+        ...     torch.get_num_threads()
+        1
+        >>> torch.get_num_threads() == before
+        True
+    """
+    if threads is not None and (not isinstance(threads, int) or isinstance(threads, bool) or threads < 1):
+        raise ValueError(f"threads must be a positive int or None (keep torch's setting); got {threads!r}")
+    before = torch.get_num_threads()
+    torch.set_num_threads(threads or before)
+    try:
+        yield
+    finally:
+        torch.set_num_threads(before)
 
 
 #: ``COURSE_GPU_PROFILE`` makes the course's device queries answer like another GPU, so that a

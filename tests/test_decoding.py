@@ -7,6 +7,7 @@ import torch
 
 from helpers import decoding
 from helpers.counters import CompileCounts
+from helpers.device import thread_count
 from helpers.models import build_gpt2, gpt2_config, gpt2_size, random_tokens
 
 SIZE = gpt2_size("cpu", n_layer=2, n_embd=32, n_head=2, vocab_size=64, n_positions=48, seq_len=8)
@@ -328,3 +329,72 @@ def test_split_step_time_rejects_bad_input():
         decoding.split_step_time({}, step_s=0, n_steps=1)
     with pytest.raises(TypeError, match="name"):
         decoding.step_time_category(None)
+
+
+# --- requests timed against reads of their bytes --------------------------------------------
+
+
+def test_thread_count_sets_and_restores_even_on_error():
+    before = torch.get_num_threads()
+    with pytest.raises(RuntimeError, match="inside"), thread_count(1):
+        assert torch.get_num_threads() == 1
+        raise RuntimeError("inside")
+    assert torch.get_num_threads() == before
+    with thread_count(None):
+        assert torch.get_num_threads() == before
+    for bad in (0, 1.0, True):
+        with pytest.raises(ValueError, match="threads"), thread_count(bad):
+            pass
+
+
+def test_timed_against_reads_shares_round_by_round_at_each_recipes_threads():
+    seen_threads = []
+
+    def request(seconds):
+        def run():
+            seen_threads.append(torch.get_num_threads())
+            return (seconds, seconds / 2, seconds * 2)  # median: seconds
+
+        return run
+
+    before = torch.get_num_threads()
+    recipes = {
+        ("a", "one"): decoding.Recipe(request(0.004), n_bytes=2**20, threads=1),
+        ("b", "one"): decoding.Recipe(request(0.002), n_bytes=2**21, threads=1),
+    }
+    results, memory = decoding.timed_against_reads(recipes, rounds=3, past_cache_bytes=2**22)
+    assert torch.get_num_threads() == before and seen_threads == [1] * 6
+    assert set(memory) == {1} and memory[1] > 0
+    a, b = results[("a", "one")], results[("b", "one")]
+    assert (a.tokens_s, b.tokens_s, a.spread) == (250.0, 500.0, 0.0)  # one step time each: no spread
+    assert a.gb_s == pytest.approx(2**20 / 0.004 / 1e9) and b.gb_s == pytest.approx(2**21 / 0.002 / 1e9)
+    for r in (a, b):  # each share is its step's rate over its own read, so they lie in its range
+        assert r.share_range[0] <= r.share <= r.share_range[1]
+        assert r.share == pytest.approx(r.gb_s / r.bound_gb_s, rel=r.bound_spread + 1e-9)
+    table = decoding.bound_table(results, {"a": 10.0, "b": 20.0}).data
+    assert "| a | one | 10.0 | 250.0 | 0% |" in table
+
+
+def test_timed_against_reads_and_bound_table_reject_bad_input():
+    good = decoding.Recipe(lambda: (0.001,), 2**10)
+    with pytest.raises(ValueError, match="recipes"):
+        decoding.timed_against_reads({})
+    with pytest.raises(TypeError, match=r"recipes\['x'\] must be a Recipe"):
+        decoding.timed_against_reads({"x": (lambda: (0.001,), 2**10)})
+    with pytest.raises(ValueError, match="rounds"):
+        decoding.timed_against_reads({"x": good}, rounds=0)
+    with pytest.raises(ValueError, match="n_bytes"):
+        decoding.timed_against_reads({"x": good}, past_cache_bytes=2)
+    with pytest.raises(ValueError, match=r"recipes\['x'\].request\(\) must return"):
+        decoding.timed_against_reads({"x": decoding.Recipe(lambda: None, 2**10)}, rounds=1)
+    with pytest.raises(TypeError, match="request must be callable"):
+        decoding.Recipe(0.001, 2**10)
+    with pytest.raises(ValueError, match="n_bytes"):
+        decoding.Recipe(lambda: (0.001,), 2.0**10)
+    with pytest.raises(ValueError, match="threads"):
+        decoding.Recipe(lambda: (0.001,), 2**10, threads=0)
+    result = decoding.ShareOfBound(1.0, 0.0, 1.0, 1.0, 0.0, 1.0, (1.0, 1.0))
+    with pytest.raises(TypeError, match=r"\(variant, recipe\)"):
+        decoding.bound_table({"int8": result})
+    with pytest.raises(ValueError, match="eager_tokens_s must map every variant"):
+        decoding.bound_table({("int8", "default"): result}, {"float32": 1.0})

@@ -2,12 +2,17 @@
 
 from __future__ import annotations
 
+import copy
 import re
 
 import pytest
 import torch
+from transformers import GPT2LMHeadModel
 
-from helpers.exercises.nb09 import check_float32_activations, check_mlp_only, fused_int8_calls
+from helpers.decoding import decode_step_bytes
+from helpers.exercises.nb09 import check_batch_bytes, check_mlp_only, fused_int8_calls
+from helpers.models import gpt2_config, gpt2_size
+from helpers.quantize import linearize, quantize_int8
 
 FUSED = "buf{i} = extern_kernels._weight_int8pack_mm(reinterpret_tensor(buf{i}, (1, 64), (0, 1), 0), w, s)\n"
 UNFUSED = "extern_kernels.mm(buf0, buf1, out=buf2)\ncpp_fused_0(const int8_t* in_ptr0, float* out_ptr0)\n"
@@ -23,32 +28,42 @@ def test_counting_fused_calls():
         fused_int8_calls(None)
 
 
-def test_exercise_1():
-    assert check_float32_activations(None, None, activation_dtype=torch.bfloat16, n_int8_layers=9).endswith(
-        "not answered yet."
+@pytest.fixture(scope="module")
+def tiny_steps():
+    """The notebook's tiny GPT-2, bfloat16 and int8: decode_step_bytes at batch 1 and 16, full cache."""
+    config = gpt2_config(
+        gpt2_size("cpu", n_layer=2, n_embd=64, n_head=2, vocab_size=512, n_positions=32, seq_len=8)
     )
-    assert (
-        check_float32_activations(0, UNFUSED, activation_dtype=torch.float32, n_int8_layers=9)
-        == "Exercise 1: correct."
-    )
-    # "the pattern matches whatever the activations": one call per int8 layer of the tiny model (9)
-    with pytest.raises(AssertionError, match="Exercise 1: 9 is too high"):
-        check_float32_activations(9, UNFUSED, activation_dtype=torch.float32, n_int8_layers=9)
-    # the model was not changed: its activations are still bfloat16
-    with pytest.raises(AssertionError, match="not float32"):
-        check_float32_activations(9, fused(9), activation_dtype=torch.bfloat16, n_int8_layers=9)
-    with pytest.raises(ValueError, match="prediction"):
-        check_float32_activations(-1, UNFUSED, activation_dtype=torch.float32, n_int8_layers=9)
-    with pytest.raises(TypeError, match="activation_dtype"):
-        check_float32_activations(0, UNFUSED, activation_dtype="float32", n_int8_layers=9)
-    # quantize_int8 dropped along with .to(HALF): a float32 model, nothing fuses, 0 "predicted"
-    with pytest.raises(AssertionError, match="no int8 layer"):
-        check_float32_activations(0, UNFUSED, activation_dtype=torch.float32, n_int8_layers=0)
-    # .half() instead of float32: float16 activations, nothing fuses either
-    with pytest.raises(AssertionError, match="not float32"):
-        check_float32_activations(0, UNFUSED, activation_dtype=torch.float16, n_int8_layers=9)
-    with pytest.raises(ValueError, match="n_int8_layers"):
-        check_float32_activations(0, UNFUSED, activation_dtype=torch.float32, n_int8_layers=None)
+    config.tie_word_embeddings = False
+    tiny = linearize(GPT2LMHeadModel(config)).eval()
+    half, int8 = copy.deepcopy(tiny).to(torch.bfloat16), quantize_int8(tiny).to(torch.bfloat16)
+    return {
+        batch: (decode_step_bytes(int8, 32, batch=batch), decode_step_bytes(half, 32, batch=batch))
+        for batch in (1, 16)
+    }
+
+
+def test_exercise_1(tiny_steps):
+    int8, half = tiny_steps[16]
+    assert check_batch_bytes(None, int8_step=int8, half_step=half) == "Exercise 1: not answered yet."
+    percent = 100 * sum(int8.values()) / sum(half.values())
+    for right in (round(percent), percent - 1.5, percent + 2):
+        assert check_batch_bytes(right, int8_step=int8, half_step=half) == "Exercise 1: correct."
+    batch_1 = 100 * sum(tiny_steps[1][0].values()) / sum(tiny_steps[1][1].values())
+    # "int8 halves the bytes"; batch 1's share (the cache forgotten); "the cache makes it all the same"
+    for wrong, direction in ((50, "low"), (round(batch_1), "low"), (100, "high"), (percent + 3, "high")):
+        with pytest.raises(AssertionError, match=f"too {direction}") as error:
+            check_batch_bytes(wrong, int8_step=int8, half_step=half)
+        assert f"{round(percent)}" not in str(error.value).replace(f"{wrong!r}", "")
+    with pytest.raises(AssertionError, match="looks like a fraction"):
+        check_batch_bytes(percent / 100, int8_step=int8, half_step=half)
+    for bad in ("76", -1, True):
+        with pytest.raises(ValueError, match="prediction must be a percentage"):
+            check_batch_bytes(bad, int8_step=int8, half_step=half)
+    with pytest.raises(TypeError, match="int8_step"):
+        check_batch_bytes(70, int8_step=sum(int8.values()), half_step=half)
+    with pytest.raises(TypeError, match="half_step"):
+        check_batch_bytes(70, int8_step=int8, half_step={})
 
 
 MLP = [f"transformer.h.{i}.mlp.{n}" for i in range(2) for n in ("c_fc", "c_proj")]

@@ -416,7 +416,8 @@ def workload_09() -> tuple[float, float]:
     assert "# tuning builds and times every candidate: the int8 variant only, on every device" in source
     assert 'if device == "cpu":\n    # options= and mode= exclude each other' in source
     assert "compiled_product = torch.compile(multiply_sum, fullgraph=True)" in source  # 3 small kernels
-    assert "readers = {name: reader(n_bytes, device) for name, n_bytes in step_bytes.items()}" in source
+    # timed_against_reads holds a reader of each step's bytes and one past the cache while it times
+    assert "timed_against_reads(\n        {key: recipe_of(key[0], *step) for key, step in core_steps.items()}" in source
     size = models.gpt2_size("cuda", n_layer=4)
     weights = gpt2_parameter_bytes(size)
     held = weights * (1 + 0.5 + 0.25 + 0.5)  # float32, the 16-bit copy, int8 (+ its 16-bit embeddings)
@@ -428,7 +429,7 @@ def workload_09() -> tuple[float, float]:
         3 * compile_s(size.n_layer)  # each variant's decoding step (its own dtypes: its own kernels)
         + compile_s(size.n_layer, tuned=True)  # int8 under max-autotune
         + 3 * compile_s(0)  # the deep dive's multiply-and-sum kernels, one per dtype
-        + 3 * compile_s(0)  # the exercises' tiny models (on the CPU)
+        + 2 * compile_s(0)  # exercise 2's solution, with and without bfloat16 (tiny models, on the CPU)
     )
     return held / 2**30, seconds
 

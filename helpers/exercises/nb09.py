@@ -1,16 +1,15 @@
-"""Self-checks of notebook 09's exercises (weight-only int8 decoding, read from generated code).
+"""Self-checks of notebook 09's exercises: the bytes a batched int8 step reads, and fused int8 calls.
 
-Each check reads the code Inductor generated for the learner's model (the notebook passes it
-in, from ``helpers.logs.generated_code``), so the checks are fast to test.
+Exercise 1's check reads byte counts (``helpers.decoding.decode_step_bytes``); exercise 2's
+reads the code Inductor generated for the learner's model (the notebook passes it in, from
+``helpers.logs.generated_code``), so the checks are fast to test.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 
-import torch
-
-from helpers.exercises import check_answer
+from helpers.exercises import check_answer, wrong_answer
 
 #: How Inductor's generated code calls the fused weight-only int8 kernel.
 FUSED_INT8_CALL = "_weight_int8pack_mm("
@@ -36,51 +35,44 @@ def _prediction(value: object) -> int:
     return value
 
 
-def check_float32_activations(
-    prediction: int | None,
-    generated_code: str | None,
-    *,
-    activation_dtype: torch.dtype,
-    n_int8_layers: int,
+def check_batch_bytes(
+    prediction: float | None, *, int8_step: Mapping[str, int], half_step: Mapping[str, int]
 ) -> str:
-    """Exercise 1: fused int8 kernel calls when the int8 model keeps float32 activations.
+    """Exercise 1: the int8 step's bytes as a percentage of the 16-bit step's, within 2 points.
 
-    ``activation_dtype`` is the learner's model's floating dtype (its token embedding's);
-    ``n_int8_layers`` how many int8 layers it has (a model left unquantized is rejected);
-    ``generated_code`` what Inductor generated for one step of it (``None`` while unanswered).
+    ``int8_step`` and ``half_step`` are ``helpers.decoding.decode_step_bytes`` of the two models
+    at the exercise's batch and positions; a percentage given as a fraction (0.5 for half) is
+    rejected with a hint rather than called too low.
 
     Example:
-        >>> check_float32_activations(None, None, activation_dtype=torch.float32, n_int8_layers=9)
+        >>> int8 = {"weights": 100, "kv_cache": 100}
+        >>> half = {"weights": 200, "kv_cache": 100}
+        >>> check_batch_bytes(None, int8_step=int8, half_step=half)
         'Exercise 1: not answered yet.'
-        >>> code = "buf0 = extern_kernels.mm(arg0_1, buf1)"
-        >>> check_float32_activations(0, code, activation_dtype=torch.float32, n_int8_layers=9)
+        >>> check_batch_bytes(66, int8_step=int8, half_step=half)
         'Exercise 1: correct.'
     """
     if prediction is None:
         return "Exercise 1: not answered yet."
-    _prediction(prediction)
-    if not isinstance(activation_dtype, torch.dtype):
-        raise TypeError(f"activation_dtype must be a torch.dtype; got {type(activation_dtype).__name__}")
-    if not isinstance(n_int8_layers, int) or isinstance(n_int8_layers, bool) or n_int8_layers < 0:
-        raise ValueError(f"n_int8_layers must be a count (an int >= 0); got {n_int8_layers!r}")
-    if n_int8_layers == 0:
-        raise AssertionError(
-            "Exercise 1: your model has no int8 layer: nothing could fuse because nothing is int8. "
-            "Hint: keep quantize_int8(tiny), drop only the .to(torch.bfloat16)."
+    if not isinstance(prediction, int | float) or isinstance(prediction, bool) or not 0 <= prediction <= 200:
+        raise ValueError(f"prediction must be a percentage (a number from 0 to 200); got {prediction!r}")
+    for label, parts in (("int8_step", int8_step), ("half_step", half_step)):
+        if not isinstance(parts, Mapping) or not parts or not all(isinstance(v, int) for v in parts.values()):
+            raise TypeError(
+                f"{label} must be decode_step_bytes(...) of the model: part -> bytes; got {parts!r}"
+            )
+    if 0 < prediction <= 1:
+        raise wrong_answer(
+            1, f"{prediction!r} looks like a fraction", "give a percentage: 50 for half, not 0.5"
         )
-    if activation_dtype != torch.float32:
-        raise AssertionError(
-            f"Exercise 1: your model's activations are {activation_dtype}, not float32. "
-            "Hint: quantize without converting the model with .to(torch.bfloat16)."
-        )
-    if generated_code is None:
-        raise ValueError("generated_code must be the code Inductor generated for your model once answered")
-    return check_answer(
-        1,
-        prediction,
-        fused_int8_calls(generated_code),
-        hint="the pattern matcher checks the activations' dtype before it fuses (quantization.py)",
+    percent = 100 * sum(int8_step.values()) / sum(half_step.values())
+    hint = (
+        "int8 shrinks only the weights (and adds their scales); the KV cache is bfloat16 in both "
+        "models and grows with the batch, the weights do not: add up each part as section 3 lists them"
     )
+    if abs(prediction - percent) > 2:
+        raise wrong_answer(1, f"{prediction!r} is too {'high' if prediction > percent else 'low'}", hint)
+    return "Exercise 1: correct."
 
 
 def check_mlp_only(
