@@ -417,7 +417,8 @@ def workload_09() -> tuple[float, float]:
     assert 'if device == "cpu":\n    # options= and mode= exclude each other' in source
     assert "compiled_product = torch.compile(multiply_sum, fullgraph=True)" in source  # 3 small kernels
     # timed_against_reads holds a reader of each step's bytes and one past the cache while it times
-    assert "timed_against_reads(\n        {key: recipe_of(key[0], *step) for key, step in core_steps.items()}" in source
+    assert "{key: recipe_of(key[0], *step) for key, step in core_steps.items()}" in source
+    assert "past_cache_bytes=PAST_CACHE" in source
     size = models.gpt2_size("cuda", n_layer=4)
     weights = gpt2_parameter_bytes(size)
     held = weights * (1 + 0.5 + 0.25 + 0.5)  # float32, the 16-bit copy, int8 (+ its 16-bit embeddings)
