@@ -9,8 +9,9 @@ reported with ``emit_result`` (a child counts its cache hits and misses with
 ``counts.as_dict()``). ``compile_phases`` splits a first call's compile time into Dynamo,
 AOTAutograd, Inductor and the kernel compiler; ``describe_cache_dir`` says what a cache
 directory holds; ``child_env`` is the environment of every child process the helpers start.
-``interleaved_starts`` repeats several kinds of start in rotating order (for a median and a spread),
-and ``size_on_disk`` measures what a start needs shipped (a file or a directory).
+``interleaved_starts`` repeats several kinds of start in rotating order (for a median and a spread;
+a start allowed to crash is left out, not raised), and ``size_on_disk`` measures what a start
+needs shipped (a file or a directory).
 
 This module imports only the standard library, so a child that does not compile starts fast.
 """
@@ -24,7 +25,7 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -334,33 +335,50 @@ def size_on_disk(path: str | os.PathLike[str]) -> int:
     return sum(p.stat().st_size for p in root.rglob("*") if p.is_file())
 
 
-def interleaved_starts(starts: Mapping[str, Any], *, rounds: int = 3) -> dict[str, list[dict[str, Any]]]:
-    """Run every start ``rounds`` times, interleaved, and collect what each returned.
+def interleaved_starts(
+    starts: Mapping[str, Any], *, rounds: int = 3, may_crash: Collection[str] = ()
+) -> tuple[dict[str, list[dict[str, Any]]], dict[str, ChildCrashed]]:
+    """Run every start ``rounds`` times, interleaved; collect what each returned, and which crashed.
 
     ``starts`` maps a name to a zero-argument callable that runs one start (typically
     :func:`run_compile_in_fresh_process` with a cache directory of its own) and returns its
     result dict. Round ``r`` begins at the ``r``-th name (A B C, B C A, C A B, ...), so a
     machine that gets busier slows every method alike, and no method always runs first.
+    A start named in ``may_crash`` whose process is killed by a signal (:class:`ChildCrashed`)
+    is left out of the later rounds and of the results, and returned second with its crash;
+    any other crash is raised.
 
     Example:
         >>> order = []
         >>> def start(name):
         ...     return lambda: order.append(name) or {"name": name}
-        >>> results = interleaved_starts({"a": start("a"), "b": start("b")}, rounds=2)
-        >>> order, [r["name"] for r in results["b"]]
-        (['a', 'b', 'b', 'a'], ['b', 'b'])
+        >>> results, crashed = interleaved_starts({"a": start("a"), "b": start("b")}, rounds=2)
+        >>> order, [r["name"] for r in results["b"]], crashed
+        (['a', 'b', 'b', 'a'], ['b', 'b'], {})
     """
     if not isinstance(starts, Mapping) or not starts or not all(callable(s) for s in starts.values()):
         raise ValueError("starts must be a non-empty mapping of name -> zero-argument callable")
     if not isinstance(rounds, int) or isinstance(rounds, bool) or rounds < 1:
         raise ValueError(f"rounds must be a positive int; got {rounds!r}")
+    if isinstance(may_crash, str) or not all(name in starts for name in may_crash):
+        raise ValueError(f"may_crash must be a collection of names of starts; got {may_crash!r}")
     names = list(starts)
     results: dict[str, list[dict[str, Any]]] = {name: [] for name in names}
+    crashed: dict[str, ChildCrashed] = {}
     for round_index in range(rounds):
         first = round_index % len(names)
         for name in names[first:] + names[:first]:
-            result = starts[name]()
+            if name in crashed:
+                continue
+            try:
+                result = starts[name]()
+            except ChildCrashed as crash:
+                if name not in may_crash:
+                    raise
+                crashed[name] = crash
+                del results[name]
+                continue
             if not isinstance(result, Mapping):
                 raise TypeError(f"the start {name!r} must return a dict; got {type(result).__name__}")
             results[name].append(dict(result))
-    return results
+    return results, crashed

@@ -204,7 +204,8 @@ def test_interleaved_starts_rotate_the_order_and_collect_results():
 
         return run
 
-    results = interleaved_starts({"a": start("a"), "b": start("b"), "c": start("c")}, rounds=3)
+    results, crashed = interleaved_starts({"a": start("a"), "b": start("b"), "c": start("c")}, rounds=3)
+    assert crashed == {}
     assert order == ["a", "b", "c", "b", "c", "a", "c", "a", "b"]
     assert [r["n"] for r in results["a"]] == [1, 6, 8]
     assert list(results) == ["a", "b", "c"]
@@ -222,3 +223,29 @@ def test_interleaved_starts_name_the_bad_argument(starts, rounds, message):
 def test_interleaved_starts_need_a_dict_from_each_start():
     with pytest.raises(TypeError, match="'a'"):
         interleaved_starts({"a": lambda: 42}, rounds=1)
+
+
+def test_interleaved_starts_leave_out_a_start_allowed_to_crash_and_raise_any_other(tmp_path):
+    crash = "import ctypes\nctypes.string_at(0)\n"  # reads address 0: SIGSEGV
+    calls = []
+
+    def start(name, script):
+        def run():
+            calls.append(name)
+            return run_compile_in_fresh_process(script, cache_dir=tmp_path)
+
+        return run
+
+    fine = start("fine", ECHO)
+    results, crashed = interleaved_starts(
+        {"fine": fine, "package": start("package", crash)}, rounds=2, may_crash=["package"]
+    )
+    assert list(results) == ["fine"] and len(results["fine"]) == 2
+    assert calls.count("package") == 1  # not started again after its crash
+    assert crashed["package"].signal_name == "SIGSEGV"
+    with pytest.raises(ChildCrashed):
+        interleaved_starts({"fine": fine, "package": start("package", crash)}, rounds=1)
+    with pytest.raises(ValueError, match="may_crash"):
+        interleaved_starts({"fine": fine}, rounds=1, may_crash="fine")
+    with pytest.raises(ValueError, match="may_crash"):
+        interleaved_starts({"fine": fine}, rounds=1, may_crash=["package"])
