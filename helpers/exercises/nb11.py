@@ -193,6 +193,7 @@ def _ship_and_start(
         )
     with tempfile.TemporaryDirectory(prefix="course11-ship-") as folder:
         artifact = Path(folder) / ("swish_norm.pt2" if method == "AOTInductor package" else "swish_norm.bin")
+        torch._dynamo.reset()  # shapes Dynamo saw before would make a static compile dynamic
         ship(artifact)
         if not artifact.exists():
             raise AssertionError(f"ship(path) wrote nothing at the path it was given ({artifact.name})")
