@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import inspect
 import os
+import statistics
 import time
 from collections.abc import Callable, Hashable, Mapping, Sequence
 from dataclasses import dataclass
@@ -268,13 +269,7 @@ class ShareOfBound:
 
 
 def _relative_range(values: Sequence[float]) -> float:
-    return (max(values) - min(values)) / _median(values)
-
-
-def _median(values: Sequence[float]) -> float:
-    ordered = sorted(values)
-    middle = len(ordered) // 2
-    return ordered[middle] if len(ordered) % 2 else (ordered[middle - 1] + ordered[middle]) / 2
+    return (max(values) - min(values)) / statistics.median(values)
 
 
 def timed_against_reads(
@@ -321,7 +316,7 @@ def timed_against_reads(
                 steps = recipes[key].request()
             if not isinstance(steps, Sequence) or not steps:
                 raise ValueError(f"recipes[{key!r}].request() must return the steps' seconds; got {steps!r}")
-            step_medians[key].append(_median(steps))
+            step_medians[key].append(statistics.median(steps))
 
         return run
 
@@ -346,12 +341,12 @@ def timed_against_reads(
         gb_s = [recipe.n_bytes / s / 1e9 for s in step_medians[key]]
         shares = [g / r for g, r in zip(gb_s, read_gb_s, strict=True)]
         results[key] = ShareOfBound(
-            tokens_s=1 / _median(step_medians[key]),
+            tokens_s=1 / statistics.median(step_medians[key]),
             spread=_relative_range(step_medians[key]),
-            gb_s=_median(gb_s),
-            bound_gb_s=_median(read_gb_s),
+            gb_s=statistics.median(gb_s),
+            bound_gb_s=statistics.median(read_gb_s),
             bound_spread=_relative_range(read_gb_s),
-            share=_median(shares),
+            share=statistics.median(shares),
             share_range=(min(shares), max(shares)),
         )
     memory = {}
