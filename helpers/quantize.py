@@ -9,6 +9,8 @@ compiled step kept it.
 - :func:`relative_distance` and :func:`check_matches_eager`: compiled logits against eager ones,
   within a share of what quantizing moves them, so that a compiled step which lost its
   quantization (ran the unquantized weights) fails.
+- :func:`int8_fusion_unchecked`: why a step here may not call Inductor's fused int8 kernel
+  (``None`` where it must), so that a notebook asserts the fused calls only where they are due.
 """
 
 from __future__ import annotations
@@ -18,6 +20,8 @@ from collections.abc import Callable
 
 import torch
 import torch.nn.functional as F
+
+from helpers.device import normalize_device
 
 
 def linearize(model: torch.nn.Module) -> torch.nn.Module:
@@ -135,3 +139,34 @@ def check_matches_eager(
             f"effect ({effect:.4f})"
         )
     return distance
+
+
+def int8_fusion_unchecked(device: str | torch.device | None, activations: torch.dtype) -> str | None:
+    """Why Inductor may not fuse a weight-only int8 layer into ``_weight_int8pack_mm`` here, or
+    ``None`` where it does on every release the course accepts (so the count can be asserted).
+
+    The pattern (``_is_valid_woq_optimization_pattern`` in ``torch/_inductor/fx_passes/
+    quantization.py``) wants bfloat16 activations on a ``cpu``, ``cuda`` or ``xpu`` tensor (torch
+    2.8: ``cpu`` only). Inductor registers it once per process, at its first compile
+    (``lazy_init`` in ``fx_passes/post_grad.py``): with oneDNN built in, only if oneDNN is on then,
+    and torch 2.8 not on ACL, oneDNN's ARM backend (``_mkldnn_fusion_init`` in
+    ``fx_passes/mkldnn_fusion.py``). The course asserts the count on a CPU only.
+
+    Example:
+        >>> int8_fusion_unchecked("cpu", torch.float32)
+        'float32 activations: the pattern wants bfloat16'
+    """
+    if not isinstance(activations, torch.dtype) or not activations.is_floating_point:
+        raise TypeError(f"activations must be a floating torch.dtype (torch.bfloat16); got {activations!r}")
+    name = normalize_device(device)
+    if activations != torch.bfloat16:
+        return f"{str(activations).removeprefix('torch.')} activations: the pattern wants bfloat16"
+    if name == "mps":
+        return "on mps: the pattern matches cpu, cuda and xpu tensors only"
+    if name != "cpu":
+        return f"on {name}: counted, asserted on a CPU only (torch 2.8 matches cpu tensors only)"
+    if torch._C._has_mkldnn and not torch.backends.mkldnn.enabled:
+        return "oneDNN is off (torch.backends.mkldnn.enabled): Inductor does not register the pattern"
+    if torch._C._has_mkldnn and torch.ops.mkldnn._is_mkldnn_acl_supported():
+        return "on ACL, oneDNN's ARM backend: torch 2.8 does not register the pattern there"
+    return None

@@ -96,6 +96,16 @@ def test_exercise_2():
         check_mlp_only(4, UNFUSED, int8_layers=MLP, n_layer=2)
     assert "Exercise 2: the generated code does not call" in str(error.value)
     assert not re.search(r"\b\d+\b", str(error.value).removeprefix("Exercise 2"))
+    # where the pattern cannot fire (oneDNN off, say): the count is held to the layers, the reason said
+    off = "oneDNN is off"
+    said = check_mlp_only(4, UNFUSED, int8_layers=MLP, n_layer=2, unchecked=off)
+    assert said.startswith("Exercise 2: correct.") and off in said
+    with pytest.raises(AssertionError, match="Exercise 2: 9 is too high"):
+        check_mlp_only(9, None, int8_layers=MLP, n_layer=2, unchecked=off)
+    with pytest.raises(AssertionError, match="outside the MLPs"):
+        check_mlp_only(9, None, int8_layers=ALL, n_layer=2, unchecked=off)
+    with pytest.raises(TypeError, match="unchecked"):
+        check_mlp_only(4, fused(4), int8_layers=MLP, n_layer=2, unchecked=True)
     with pytest.raises(ValueError, match="n_layer"):
         check_mlp_only(4, fused(4), int8_layers=MLP, n_layer=0)
     with pytest.raises(TypeError, match="int8_layers"):

@@ -8,7 +8,7 @@ from pathlib import Path
 import nbformat
 import pytest
 
-from tools.run_notebooks import IGNORE_OUTPUT_TAG, RUN_TIME_TEXT
+from tools.run_notebooks import IGNORE_OUTPUT_TAG, RUN_TIME_TEXT, colab_metadata
 from tools.setup_cell import SETUP_METADATA, SETUP_TAG, colab_url, repository_url, setup_cell_source
 from tools.workshop_plan import solution_flags
 
@@ -53,6 +53,16 @@ def test_setup_cell_matches_the_template(path):
     # Collapsed in Colab (a form) and JupyterLab (hidden source): the lesson is what a learner reads.
     for key, value in SETUP_METADATA.items():
         assert tagged[0].metadata.get(key) == value, f"the setup cell's metadata needs {key}={value!r}"
+
+
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.name)
+def test_colab_opens_the_runtime_the_notebook_asks_for(path):
+    metadata = _read(path).metadata
+    wanted = colab_metadata(path.name)
+    assert metadata.get("accelerator") == wanted.get("accelerator"), "run `make notebooks`"
+    assert metadata.get("colab") == wanted["colab"], "run `make notebooks`"
+    if "accelerator" not in wanted:  # a CPU runtime: the title cell says why
+        assert "CPU runtime" in _read(path).cells[0].source
 
 
 @pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.name)

@@ -10,6 +10,7 @@ from helpers.models import gpt2_config, gpt2_size
 from helpers.quantize import (
     WeightOnlyInt8Linear,
     check_matches_eager,
+    int8_fusion_unchecked,
     linearize,
     quantize_int8,
     relative_distance,
@@ -78,3 +79,21 @@ def test_a_compiled_step_that_lost_its_quantization_fails():
     check_matches_eager(compiled_int8, eager_int8, effect=effect)  # the faithful step passes
     with pytest.raises(AssertionError, match="more than 0.75 of the effect"):
         check_matches_eager(lost, eager_int8, effect=effect)
+
+
+def test_int8_fusion_unchecked_says_where_the_pattern_cannot_fire(monkeypatch):
+    assert "wants bfloat16" in int8_fusion_unchecked("cpu", torch.float16)
+    assert "cpu, cuda and xpu" in int8_fusion_unchecked("mps", torch.bfloat16)
+    assert "asserted on a CPU only" in int8_fusion_unchecked("cuda:0", torch.bfloat16)
+    if torch._C._has_mkldnn:
+        monkeypatch.setattr(torch.backends.mkldnn, "enabled", False)  # flags() would warn about TF32
+        assert "oneDNN is off" in int8_fusion_unchecked("cpu", torch.bfloat16)
+        monkeypatch.undo()
+        monkeypatch.setattr(torch.ops.mkldnn, "_is_mkldnn_acl_supported", lambda: True)
+        assert "ACL" in int8_fusion_unchecked("cpu", torch.bfloat16)
+        monkeypatch.undo()
+        assert int8_fusion_unchecked("cpu", torch.bfloat16) is None  # an x86 CPU, oneDNN on
+    with pytest.raises(TypeError, match="activations must be a floating torch.dtype"):
+        int8_fusion_unchecked("cpu", torch.int8)
+    with pytest.raises(TypeError, match="activations"):
+        int8_fusion_unchecked("cpu", "bfloat16")

@@ -52,17 +52,32 @@ BUSY_SAMPLES = 10
 SKIP_LINE = "Skipped (needs Inductor)"
 # Names a C++ compiler goes by; the no-compiler run hides all of them.
 COMPILER_NAME = re.compile(r"^(g\+\+|gcc|c\+\+|cc|clang(\+\+)?|cl|icpx|icx)(-[\d.]+)?(\.exe)?$|^clang", re.I)
-# Colab opens these notebooks on a GPU runtime (they all run on a CPU too).
+# Colab opens these notebooks on a GPU runtime (they all run on a CPU too)...
 COLAB_METADATA = {"accelerator": "GPU", "colab": {"gpuType": "T4", "provenance": []}}
+# ...except these, whose lesson is the CPU's (09: a T4's float16 activations never fuse int8).
+CPU_RUNTIME = {"09_quantized_decoding.ipynb"}
 
 
-def sync_setup_cell(notebook: nbformat.NotebookNode) -> None:
-    """Rewrite the tagged setup cell from the template (the repository URL's one source)."""
+def colab_metadata(name: str) -> dict:
+    """The notebook metadata that picks the Colab runtime notebook `name` opens on.
+
+    >>> colab_metadata("09_quantized_decoding.ipynb")
+    {'colab': {'provenance': []}}
+    """
+    if name in CPU_RUNTIME:
+        return {"colab": {"provenance": []}}
+    return copy.deepcopy(COLAB_METADATA)
+
+
+def sync_setup_cell(notebook: nbformat.NotebookNode, name: str) -> None:
+    """Rewrite the tagged setup cell from the template (the repository URL's one source), and the
+    Colab runtime that notebook `name` opens on."""
     for cell in notebook.cells:
         if SETUP_TAG in cell.get("metadata", {}).get("tags", []):
             cell.source = setup_cell_source()
             cell.metadata.update(copy.deepcopy(SETUP_METADATA))
-            notebook.metadata.update(COLAB_METADATA)
+            notebook.metadata.pop("accelerator", None)
+            notebook.metadata.update(colab_metadata(name))
             return
     raise SystemExit(f"no cell tagged {SETUP_TAG!r}: add the setup cell first")
 
@@ -175,7 +190,7 @@ def run(
     each cell's timing record); with ``cap``, the run stops after that many seconds; with ``twice``,
     it runs as ``tools/rerun.py`` says, and a cell whose counts differ on its re-run is a failure."""
     notebook = nbformat.read(path, as_version=4)
-    sync_setup_cell(notebook)
+    sync_setup_cell(notebook, path.name)
     origin = None
     if twice:
         notebook, origin = rerun.doubled(notebook)

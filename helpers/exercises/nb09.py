@@ -76,13 +76,20 @@ def check_batch_bytes(
 
 
 def check_mlp_only(
-    prediction: int | None, generated_code: str | None, *, int8_layers: Sequence[str], n_layer: int
+    prediction: int | None,
+    generated_code: str | None,
+    *,
+    int8_layers: Sequence[str],
+    n_layer: int,
+    unchecked: str | None = None,
 ) -> str:
     """Exercise 2: fused int8 kernel calls when only the MLP's two linear layers are quantized.
 
     ``int8_layers`` names the int8 layers of the learner's model (from ``named_modules()``),
     ``n_layer`` its blocks: a model quantized anywhere but the MLPs (the attention layers,
-    say, which are as many) is rejected before the prediction is read.
+    say, which are as many) is rejected before the prediction is read. ``unchecked`` is
+    ``helpers.quantize.int8_fusion_unchecked("cpu", torch.bfloat16)``: where it gives a reason,
+    nothing fuses here, so the prediction is held to the int8 layers and the reason is said.
 
     Example:
         >>> code = "extern_kernels._weight_int8pack_mm(a)\\n" * 4
@@ -110,6 +117,12 @@ def check_mlp_only(
         raise AssertionError(f"Exercise 2: some int8 layers are outside the MLPs (e.g. {outside[0]}). {hint}")
     if len(names) != 2 * n_layer:
         raise AssertionError(f"Exercise 2: not every MLP layer of every block is int8. {hint}")
+    if unchecked is not None and not isinstance(unchecked, str):
+        raise TypeError(f"unchecked must be None or a reason (str); got {unchecked!r}")
+    if unchecked:  # the pattern cannot fire here: hold the count to the layers, and say so
+        hint = "count the int8 layers of your model: each is one call"
+        said = check_answer(2, prediction, len(names), hint=hint)
+        return f"{said} (where the pattern fires; not here: {unchecked})"
     if generated_code is None:
         raise ValueError("generated_code must be the code Inductor generated for your model once answered")
     calls = fused_int8_calls(generated_code)
