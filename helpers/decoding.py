@@ -691,8 +691,9 @@ STEP_TIME_RULES: tuple[tuple[str, tuple[str, ...]], ...] = (
 def step_time_category(name: str) -> str | None:
     """The part of a decoding step a profiler event belongs to, from its name; ``None``: overhead.
 
-    ``"matmul"`` (ATen's matrix products, and Inductor's C++ GEMM template, whose kernel is
-    recorded as ``graph_<n>_kernel``), ``"attention"`` (ATen's scaled-dot-product kernels),
+    ``"matmul"`` (ATen's matrix products, called through the dispatcher or, under ``cpp_wrapper``,
+    a C shim ``aoti_torch_cpu_<op>``; and Inductor's C++ GEMM template, whose kernel is recorded as
+    ``graph_<n>_kernel``), ``"attention"`` (ATen's scaled-dot-product kernels),
     ``"fused elementwise"`` (Inductor's generated ``cpp_fused_...`` kernels, whatever ATen
     ops their name lists), else ``None``: the Python wrapper, guards and small ATen calls.
 
@@ -700,6 +701,8 @@ def step_time_category(name: str) -> str | None:
         >>> names = ("aten::mm", "graph_0_cpp_fused_add_1", "graph_2_kernel", "aten::argmax")
         >>> [step_time_category(n) for n in names]
         ['matmul', 'fused elementwise', 'matmul', None]
+        >>> step_time_category("aoti_torch_cpu__weight_int8pack_mm")  # the call, under cpp_wrapper
+        'matmul'
     """
     if not isinstance(name, str):
         raise TypeError(f"name must be a profiler event's name (str); got {type(name).__name__}")
@@ -707,6 +710,10 @@ def step_time_category(name: str) -> str | None:
         return "fused elementwise"
     if name == "kernel" or (name.startswith("graph_") and name.endswith("_kernel")):
         return "matmul"
+    # cpp_wrapper calls ATen through AOTInductor's C shims, which enable_kernel_profile records as
+    # aoti_torch_cpu_<op> (RECORD_FUNCTION in torch/_inductor/codegen/cpp_wrapper_cpu.py)
+    if name.startswith("aoti_torch_cpu_"):
+        name = "aten::" + name.removeprefix("aoti_torch_cpu_")
     for category, prefixes in STEP_TIME_RULES:
         if any(name == p or name.startswith(p + ".") or name.startswith(p + "_") for p in prefixes):
             return category

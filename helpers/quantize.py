@@ -150,7 +150,8 @@ def int8_fusion_unchecked(device: str | torch.device | None, activations: torch.
     2.8: ``cpu`` only). Inductor registers it once per process, at its first compile
     (``lazy_init`` in ``fx_passes/post_grad.py``): with oneDNN built in, only if oneDNN is on then,
     and torch 2.8 not on ACL, oneDNN's ARM backend (``_mkldnn_fusion_init`` in
-    ``fx_passes/mkldnn_fusion.py``). The course asserts the count on a CPU only.
+    ``fx_passes/mkldnn_fusion.py``); without oneDNN, from 2.13 (2.8 never). The course asserts the
+    count on a CPU only, and only where every release in range registers the pattern.
 
     Example:
         >>> int8_fusion_unchecked("cpu", torch.float32)
@@ -165,8 +166,10 @@ def int8_fusion_unchecked(device: str | torch.device | None, activations: torch.
         return "on mps: the pattern matches cpu, cuda and xpu tensors only"
     if name != "cpu":
         return f"on {name}: counted, asserted on a CPU only (torch 2.8 matches cpu tensors only)"
-    if torch._C._has_mkldnn and not torch.backends.mkldnn.enabled:
+    if not torch._C._has_mkldnn:  # lazy_init's else branch registers it from 2.13 (2.8 has none)
+        return "a build without oneDNN: torch 2.8 does not register the pattern there"
+    if not torch.backends.mkldnn.enabled:
         return "oneDNN is off (torch.backends.mkldnn.enabled): Inductor does not register the pattern"
-    if torch._C._has_mkldnn and torch.ops.mkldnn._is_mkldnn_acl_supported():
+    if torch.ops.mkldnn._is_mkldnn_acl_supported():
         return "on ACL, oneDNN's ARM backend: torch 2.8 does not register the pattern there"
     return None

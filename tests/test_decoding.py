@@ -291,6 +291,10 @@ def test_gpt2_config_is_what_the_cache_reads():
         ("mkldnn::_linear_pointwise", "matmul"),
         ("mkl::_mkl_linear", "matmul"),
         ("graph_2_kernel", "matmul"),  # Inductor's C++ GEMM template, with enable_kernel_profile
+        ("aoti_torch_cpu__weight_int8pack_mm", "matmul"),  # ATen's kernel, called by cpp_wrapper's C shim
+        ("aoti_torch_cpu_addmm_out", "matmul"),
+        ("aoti_torch_cpu__scaled_dot_product_flash_attention_for_cpu", "attention"),
+        ("aoti_torch_cpu_argmax", None),
         ("aten::_scaled_dot_product_flash_attention_for_cpu", "attention"),
         # a fused kernel named after the attention ops it prepares is elementwise, not attention
         ("graph_2_cpp_fused__scaled_dot_product_flash_attention_for_cpu_add_0", "fused elementwise"),

@@ -147,3 +147,13 @@ def test_a_real_precompiled_function_passes_exercise_1_and_a_static_one_fails_ex
     assert check_shipped("precompiled function", ship_static).startswith("Exercise 1: correct")
     with pytest.raises(AssertionError, match="batch of 3"):
         check_any_batch("precompiled function", ship_static)
+
+
+@pytest.mark.skipif(not PRECOMPILE, reason="this torch has no precompiled function")
+def test_a_precompiled_function_that_returns_more_than_the_output_fails():
+    def ship_pair(path):  # swish_norm's output, and a second tensor: not what swish_norm returns
+        compiled = torch.compile(lambda x: (swish_norm(x), x * 0), fullgraph=True, backend="eager")
+        compiled.aot_compile(((example_input(),), {})).save_compiled_function(str(path))
+
+    with pytest.raises(AssertionError, match="Exercise 1"):
+        check_shipped("precompiled function", ship_pair)

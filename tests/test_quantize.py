@@ -93,6 +93,9 @@ def test_int8_fusion_unchecked_says_where_the_pattern_cannot_fire(monkeypatch):
         assert "ACL" in int8_fusion_unchecked("cpu", torch.bfloat16)
         monkeypatch.undo()
         assert int8_fusion_unchecked("cpu", torch.bfloat16) is None  # an x86 CPU, oneDNN on
+    monkeypatch.setattr(torch._C, "_has_mkldnn", False)
+    assert "without oneDNN" in int8_fusion_unchecked("cpu", torch.bfloat16)
+    monkeypatch.undo()
     with pytest.raises(TypeError, match="activations must be a floating torch.dtype"):
         int8_fusion_unchecked("cpu", torch.int8)
     with pytest.raises(TypeError, match="activations"):

@@ -54,8 +54,9 @@ SKIP_LINE = "Skipped (needs Inductor)"
 COMPILER_NAME = re.compile(r"^(g\+\+|gcc|c\+\+|cc|clang(\+\+)?|cl|icpx|icx)(-[\d.]+)?(\.exe)?$|^clang", re.I)
 # Colab opens these notebooks on a GPU runtime (they all run on a CPU too)...
 COLAB_METADATA = {"accelerator": "GPU", "colab": {"gpuType": "T4", "provenance": []}}
-# ...except these, whose lesson is the CPU's (09: a T4's float16 activations never fuse int8).
-CPU_RUNTIME = {"09_quantized_decoding.ipynb"}
+# ...except these, whose lesson is the CPU's (09: a T4's float16 activations never fuse int8; 11:
+# every start runs on the CPU).
+CPU_RUNTIME = {"09_quantized_decoding.ipynb", "11_cold_start.ipynb"}
 
 
 def colab_metadata(name: str) -> dict:
