@@ -20,8 +20,10 @@ from collections.abc import Callable
 
 import torch
 import torch.nn.functional as F
+from packaging.version import Version
 
 from helpers.device import normalize_device
+from helpers.guard import torch_version
 
 
 def linearize(model: torch.nn.Module) -> torch.nn.Module:
@@ -150,8 +152,9 @@ def int8_fusion_unchecked(device: str | torch.device | None, activations: torch.
     2.8: ``cpu`` only). Inductor registers it once per process, at its first compile
     (``lazy_init`` in ``fx_passes/post_grad.py``): with oneDNN built in, only if oneDNN is on then,
     and torch 2.8 not on ACL, oneDNN's ARM backend (``_mkldnn_fusion_init`` in
-    ``fx_passes/mkldnn_fusion.py``); without oneDNN, from 2.13 (2.8 never). The course asserts the
-    count on a CPU only, and only where every release in range registers the pattern.
+    ``fx_passes/mkldnn_fusion.py``; from 2.13 on ACL too); without oneDNN, from 2.13 (2.8 never).
+    Where the installed torch registers it, on a CPU, the count can be asserted; the releases between
+    2.8 and 2.13 are treated as 2.8 (not all were available to read).
 
     Example:
         >>> int8_fusion_unchecked("cpu", torch.float32)
@@ -166,10 +169,13 @@ def int8_fusion_unchecked(device: str | torch.device | None, activations: torch.
         return "on mps: the pattern matches cpu, cuda and xpu tensors only"
     if name != "cpu":
         return f"on {name}: counted, asserted on a CPU only (torch 2.8 matches cpu tensors only)"
+    before_2_13 = torch_version() < Version("2.13")
     if not torch._C._has_mkldnn:  # lazy_init's else branch registers it from 2.13 (2.8 has none)
-        return "a build without oneDNN: torch 2.8 does not register the pattern there"
+        return (
+            "a build without oneDNN: torch before 2.13 does not register the pattern" if before_2_13 else None
+        )
     if not torch.backends.mkldnn.enabled:
         return "oneDNN is off (torch.backends.mkldnn.enabled): Inductor does not register the pattern"
-    if torch.ops.mkldnn._is_mkldnn_acl_supported():
-        return "on ACL, oneDNN's ARM backend: torch 2.8 does not register the pattern there"
+    if torch.ops.mkldnn._is_mkldnn_acl_supported() and before_2_13:
+        return "on ACL, oneDNN's ARM backend: torch before 2.13 does not register the pattern"
     return None

@@ -29,41 +29,46 @@ def test_counting_fused_calls():
 
 
 @pytest.fixture(scope="module")
-def tiny_steps():
-    """The notebook's tiny GPT-2, bfloat16 and int8: decode_step_bytes at batch 1 and 16, full cache."""
+def tiny_models():
+    """The notebook's tiny GPT-2, int8 and bfloat16, and the bytes of their steps at batch 1 and 16."""
     config = gpt2_config(
         gpt2_size("cpu", n_layer=2, n_embd=64, n_head=2, vocab_size=512, n_positions=32, seq_len=8)
     )
     config.tie_word_embeddings = False
     tiny = linearize(GPT2LMHeadModel(config)).eval()
     half, int8 = copy.deepcopy(tiny).to(torch.bfloat16), quantize_int8(tiny).to(torch.bfloat16)
-    return {
+    steps = {
         batch: (decode_step_bytes(int8, 32, batch=batch), decode_step_bytes(half, 32, batch=batch))
         for batch in (1, 16)
     }
+    return {"int8_model": int8, "half_model": half, "positions": 32, "batch": 16}, steps
 
 
-def test_exercise_1(tiny_steps):
-    int8, half = tiny_steps[16]
-    assert check_batch_bytes(None, int8_step=int8, half_step=half) == "Exercise 1: not answered yet."
+def test_exercise_1(tiny_models):
+    models, steps = tiny_models
+    int8, half = steps[16]
+    assert check_batch_bytes(None, **models) == "Exercise 1: not answered yet."
     percent = 100 * sum(int8.values()) / sum(half.values())
     for right in (round(percent), percent - 1.5, percent + 2):
-        assert check_batch_bytes(right, int8_step=int8, half_step=half) == "Exercise 1: correct."
-    batch_1 = 100 * sum(tiny_steps[1][0].values()) / sum(tiny_steps[1][1].values())
+        assert check_batch_bytes(right, **models) == "Exercise 1: correct."
+    batch_1 = 100 * sum(steps[1][0].values()) / sum(steps[1][1].values())
     # "int8 halves the bytes"; batch 1's share (the cache forgotten); "the cache makes it all the same"
     for wrong, direction in ((50, "low"), (round(batch_1), "low"), (100, "high"), (percent + 3, "high")):
         with pytest.raises(AssertionError, match=f"too {direction}") as error:
-            check_batch_bytes(wrong, int8_step=int8, half_step=half)
+            check_batch_bytes(wrong, **models)
         assert f"{round(percent)}" not in str(error.value).replace(f"{wrong!r}", "")
     with pytest.raises(AssertionError, match="looks like a fraction"):
-        check_batch_bytes(percent / 100, int8_step=int8, half_step=half)
+        check_batch_bytes(percent / 100, **models)
     for bad in ("76", -1, True):
         with pytest.raises(ValueError, match="prediction must be a percentage"):
-            check_batch_bytes(bad, int8_step=int8, half_step=half)
-    with pytest.raises(TypeError, match="int8_step"):
-        check_batch_bytes(70, int8_step=sum(int8.values()), half_step=half)
-    with pytest.raises(TypeError, match="half_step"):
-        check_batch_bytes(70, int8_step=int8, half_step={})
+            check_batch_bytes(bad, **models)
+    with pytest.raises(TypeError, match="int8_model"):
+        check_batch_bytes(70, **(models | {"int8_model": int8}))
+    with pytest.raises(TypeError, match="half_model"):
+        check_batch_bytes(70, **(models | {"half_model": None}))
+    for label, bad in (("positions", 0), ("batch", 1.5), ("batch", True)):
+        with pytest.raises(ValueError, match=f"{label} must be a positive int"):
+            check_batch_bytes(70, **(models | {label: bad}))
 
 
 MLP = [f"transformer.h.{i}.mlp.{n}" for i in range(2) for n in ("c_fc", "c_proj")]

@@ -89,13 +89,17 @@ def test_int8_fusion_unchecked_says_where_the_pattern_cannot_fire(monkeypatch):
         monkeypatch.setattr(torch.backends.mkldnn, "enabled", False)  # flags() would warn about TF32
         assert "oneDNN is off" in int8_fusion_unchecked("cpu", torch.bfloat16)
         monkeypatch.undo()
-        monkeypatch.setattr(torch.ops.mkldnn, "_is_mkldnn_acl_supported", lambda: True)
-        assert "ACL" in int8_fusion_unchecked("cpu", torch.bfloat16)
-        monkeypatch.undo()
         assert int8_fusion_unchecked("cpu", torch.bfloat16) is None  # an x86 CPU, oneDNN on
-    monkeypatch.setattr(torch._C, "_has_mkldnn", False)
-    assert "without oneDNN" in int8_fusion_unchecked("cpu", torch.bfloat16)
-    monkeypatch.undo()
+    # on ACL and without oneDNN the pattern registers from 2.13 (lazy_init, _mkldnn_fusion_init)
+    for version, registers in (("2.8.0", False), ("2.12.1", False), ("2.13.0", True), ("2.15.0", True)):
+        monkeypatch.setattr(torch, "__version__", version)
+        monkeypatch.setattr(torch.ops.mkldnn, "_is_mkldnn_acl_supported", lambda: True)
+        on_acl = int8_fusion_unchecked("cpu", torch.bfloat16)
+        assert on_acl is None if registers else "ACL" in on_acl
+        monkeypatch.setattr(torch._C, "_has_mkldnn", False)
+        without = int8_fusion_unchecked("cpu", torch.bfloat16)
+        assert without is None if registers else "without oneDNN" in without
+        monkeypatch.undo()
     with pytest.raises(TypeError, match="activations must be a floating torch.dtype"):
         int8_fusion_unchecked("cpu", torch.int8)
     with pytest.raises(TypeError, match="activations"):

@@ -1,14 +1,17 @@
 """Self-checks of notebook 09's exercises: the bytes a batched int8 step reads, and fused int8 calls.
 
-Exercise 1's check reads byte counts (``helpers.decoding.decode_step_bytes``); exercise 2's
+Exercise 1's check counts bytes itself (``helpers.decoding.decode_step_bytes``); exercise 2's
 reads the code Inductor generated for the learner's model (the notebook passes it in, from
 ``helpers.logs.generated_code``), so the checks are fast to test.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 
+import torch
+
+from helpers.decoding import decode_step_bytes
 from helpers.exercises import check_answer, wrong_answer
 
 #: How Inductor's generated code calls the fused weight-only int8 kernel.
@@ -36,35 +39,48 @@ def _prediction(value: object) -> int:
 
 
 def check_batch_bytes(
-    prediction: float | None, *, int8_step: Mapping[str, int], half_step: Mapping[str, int]
+    prediction: float | None,
+    *,
+    int8_model: torch.nn.Module,
+    half_model: torch.nn.Module,
+    positions: int,
+    batch: int,
 ) -> str:
     """Exercise 1: the int8 step's bytes as a percentage of the 16-bit step's, within 2 points.
 
-    ``int8_step`` and ``half_step`` are ``helpers.decoding.decode_step_bytes`` of the two models
-    at the exercise's batch and positions; a percentage given as a fraction (0.5 for half) is
-    rejected with a hint rather than called too low.
+    The check counts both steps itself (``helpers.decoding.decode_step_bytes`` at ``batch``
+    sequences, ``positions`` cached positions), so the cell that calls it does not show the
+    answer; a percentage given as a fraction (0.5 for half) is rejected with a hint rather than
+    called too low.
 
     Example:
-        >>> int8 = {"weights": 100, "kv_cache": 100}
-        >>> half = {"weights": 200, "kv_cache": 100}
-        >>> check_batch_bytes(None, int8_step=int8, half_step=half)
+        >>> from transformers import GPT2Config, GPT2LMHeadModel
+        >>> from helpers.quantize import linearize, quantize_int8
+        >>> config = GPT2Config(n_layer=1, n_embd=32, n_head=2, vocab_size=64, n_positions=8)
+        >>> tiny = linearize(GPT2LMHeadModel(config))
+        >>> int8 = quantize_int8(tiny).to(torch.bfloat16)  # a quantized copy
+        >>> half = tiny.to(torch.bfloat16)
+        >>> check_batch_bytes(None, int8_model=int8, half_model=half, positions=8, batch=4)
         'Exercise 1: not answered yet.'
-        >>> check_batch_bytes(66, int8_step=int8, half_step=half)
-        'Exercise 1: correct.'
     """
+    for label, model in (("int8_model", int8_model), ("half_model", half_model)):
+        if not isinstance(model, torch.nn.Module):
+            raise TypeError(
+                f"{label} must be the exercise's model (a torch.nn.Module); got {type(model).__name__}"
+            )
+    for label, count in (("positions", positions), ("batch", batch)):
+        if not isinstance(count, int) or isinstance(count, bool) or count < 1:
+            raise ValueError(f"{label} must be a positive int; got {count!r}")
     if prediction is None:
         return "Exercise 1: not answered yet."
     if not isinstance(prediction, int | float) or isinstance(prediction, bool) or not 0 <= prediction <= 200:
         raise ValueError(f"prediction must be a percentage (a number from 0 to 200); got {prediction!r}")
-    for label, parts in (("int8_step", int8_step), ("half_step", half_step)):
-        if not isinstance(parts, Mapping) or not parts or not all(isinstance(v, int) for v in parts.values()):
-            raise TypeError(
-                f"{label} must be decode_step_bytes(...) of the model: part -> bytes; got {parts!r}"
-            )
     if 0 < prediction <= 1:
         raise wrong_answer(
             1, f"{prediction!r} looks like a fraction", "give a percentage: 50 for half, not 0.5"
         )
+    int8_step = decode_step_bytes(int8_model, positions, batch=batch)
+    half_step = decode_step_bytes(half_model, positions, batch=batch)
     percent = 100 * sum(int8_step.values()) / sum(half_step.values())
     hint = (
         "int8 shrinks only the weights (and adds their scales); the KV cache is bfloat16 in both "
