@@ -93,13 +93,17 @@ def offered_methods() -> tuple[str, ...]:
 
 
 def swish_norm(x: torch.Tensor) -> torch.Tensor:
-    """The function the exercises ship: a SiLU scaled by each row's norm.
+    """The function the exercises ship: a SiLU scaled by each row's norm, less the batch's mean row.
+
+    The mean divides by ``x.shape[0]``, a Python int where Dynamo traces a static batch: a graph
+    traced for one batch computes the wrong mean at another, so only a dynamic batch serves them all.
 
     Example:
         >>> swish_norm(torch.zeros(2, 4)).shape
         torch.Size([2, 4])
     """
-    return torch.nn.functional.silu(x) / (x.norm(dim=-1, keepdim=True) + 1.0)
+    y = torch.nn.functional.silu(x) / (x.norm(dim=-1, keepdim=True) + 1.0)
+    return y - y.sum(dim=0) / x.shape[0]
 
 
 class SwishNorm(torch.nn.Module):
