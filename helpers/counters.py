@@ -6,6 +6,7 @@ that reads Dynamo's counters and compilation metrics before and after a block.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
@@ -44,7 +45,8 @@ def _first_line(text: str) -> str:
 
 
 def short_reason(text: str) -> str:
-    """A guard-failure reason as a learner reads it: first line, no ``0/1:`` frame id, no source.
+    """A guard-failure reason as a learner reads it: first line, no ``0/1:`` frame id, no source,
+    submodules spelt as in Python (``m.h[0]``, not ``m._modules['h']._modules['0']``), no object ids.
 
     Dynamo writes ``"0/0: n == 2   # <string>:5 in <lambda>"``; the frame id and the source
     location differ between runs and machines (and torch 2.8 adds a "(HINT: ...)"), the guard
@@ -55,6 +57,8 @@ def short_reason(text: str) -> str:
         'n == 2'
         >>> short_reason("0/1: self.scale == 2 (HINT: torch.compile considers integer attributes ...)")
         'self.scale == 2'
+        >>> short_reason("0/1: ___check_type_id(m._modules['h']._modules['0'], 93), type=<class 'Linear'>")
+        'type(m.h[0]) is Linear'
     """
     if not isinstance(text, str):
         raise TypeError(f"text must be a str (a guard-failure reason); got {type(text).__name__}")
@@ -63,7 +67,12 @@ def short_reason(text: str) -> str:
     if sep and all(part.isdigit() for part in head.split("/")):
         line = rest
     # torch 2.8 appends a long "(HINT: ...)" to some reasons; later releases do not.
-    return line.split("  #")[0].split(" # ")[0].split(" (HINT:")[0].strip()
+    line = line.split("  #")[0].split(" # ")[0].split(" (HINT:")[0].strip()
+    # submodules as Python spells them, and an identity guard's object id (a memory address) dropped
+    line = re.sub(r"\._modules\['(\d+)'\]", r"[\1]", line)
+    line = re.sub(r"\._modules\['(\w+)'\]", r".\1", line)
+    line = re.sub(r"___check_type_id\((.+?), \d+\), type=<class '([\w.]+)'>", r"type(\1) is \2", line)
+    return re.sub(r"___check_obj_id\((.+?), \d+\)", r"\1 is the same object as before", line)
 
 
 def graph_report(fn: Callable[..., Any], *args: Any, **kwargs: Any) -> GraphReport:

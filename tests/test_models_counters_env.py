@@ -169,6 +169,13 @@ def test_compile_counts_do_not_count_a_frame_past_the_recompile_limit():
     torch._dynamo.reset()
 
 
+def test_short_reason_spells_submodules_and_drops_object_ids():
+    raw = "0/2: ___check_obj_id(L['cache']._modules['layers'], 140212)  # f.py:3"
+    assert counters.short_reason(raw) == "L['cache'].layers is the same object as before"
+    raw = "0/1: not fn._modules['0']._forward_hooks"
+    assert counters.short_reason(raw) == "not fn[0]._forward_hooks"
+
+
 def test_short_reason_wants_text():
     assert counters.short_reason("0/1: x.size()[0] == 2  # f.py:3") == "x.size()[0] == 2"
     with pytest.raises(TypeError, match="text must be a str"):

@@ -36,8 +36,8 @@ if importlib.util.find_spec("helpers") is None and "google.colab" in sys.modules
     installed = subprocess.run(pip, capture_output=True, text=True)
     if installed.returncode:  # pip ends with a generic trailer: show the lines that name the cause
         said = (installed.stderr or installed.stdout).strip().splitlines()
-        cause = re.compile(r"fatal:|ERROR:|Could not|error: (?!subprocess)")
-        causes = [line.strip() for line in said if cause.search(line)]
+        cause = r"fatal:|ERROR:|Could not|error: (?!subprocess)"
+        causes = [line.strip() for line in said if re.search(cause, line)]
         pip_said = "\\n".join(dict.fromkeys(causes or said[-4:]))
         raise SystemExit(f"Installing the course helpers from {{COURSE_REPO}} failed: check the URL (set "
                          "COURSE_REPO to your fork's) and the runtime's network, then run this cell again. "

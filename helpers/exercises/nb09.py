@@ -128,7 +128,7 @@ def check_mlp_only(
         )
     names = list(int8_layers)
     outside = [n for n in names if ".mlp." not in f".{n}."]
-    hint = "Hint: pass only= a test on the layer's name ('.mlp.')."
+    hint = "Hint: only= is called with each layer's name (see tiny.named_modules()): keep the MLPs'."
     if outside:  # the messages name no count: the number of int8 layers is the answer
         raise AssertionError(f"Exercise 2: some int8 layers are outside the MLPs (e.g. {outside[0]}). {hint}")
     if len(names) != 2 * n_layer:
