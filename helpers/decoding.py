@@ -12,8 +12,8 @@ The boilerplate behind notebooks 08 and 09; the lesson (the decoding step and it
   :func:`reader` and :func:`read_bandwidth_gb_s`: the machine's side of the bandwidth bound.
 - :func:`timed_against_reads` and :func:`bound_table`: decoding requests timed between reads of
   their steps' bytes, and each one's share of that read bound (notebook 09).
-- :func:`split_step_time`: a profiled step's time split into matrix products, fused
-  elementwise kernels, attention and overhead (notebook 09).
+- :func:`split_step_time` and :func:`profiled_split`: a profiled step's time split into matrix
+  products, fused elementwise kernels, attention and overhead (notebook 09).
 
 A step function has the signature ``step(model, token, cache, positions) -> next_token``:
 ``token`` is ``(batch, 1)``, ``positions`` the dictionary from :func:`position_inputs`, and
@@ -38,6 +38,7 @@ from helpers import bench
 from helpers.bench import Timing, time_call
 from helpers.counters import CompileCounts
 from helpers.device import normalize_device, synchronize, thread_count
+from helpers.logs import native_stderr_discarded
 from helpers.tables import markdown_table
 
 #: A decoding step: ``step(model, token, cache, positions) -> next token ids (batch, 1)``.
@@ -751,3 +752,52 @@ def split_step_time(event_seconds: Mapping[str, float], step_s: float, n_steps: 
             split[category] += seconds / n_steps
     split["overhead"] = max(0.0, step_s - sum(split.values()))
     return split
+
+
+def profiled_split(decode: Callable[[Step], Generation], step: Step) -> dict[str, float]:
+    """One request's seconds per decoding step by part (:func:`split_step_time`), from ``torch.profiler``.
+
+    ``decode(step)`` runs one request with the decoding step it is given (a call of
+    :func:`generate_static`). The profiler starts as the first step returns, so the prefill and
+    the first step (a compile, if it is one) stay out and every later step is profiled whole;
+    their mean measured time is split, since the profiler's events are sums. Kineto's start and
+    stop lines on stderr are discarded. The request needs ``n_new >= 3`` (two profiled steps).
+
+    Example:
+        >>> from helpers.models import build_gpt2, gpt2_size, random_tokens
+        >>> size = gpt2_size("cpu", n_layer=1, n_embd=32, n_head=2, vocab_size=64, n_positions=32, seq_len=8)
+        >>> model, prompt = build_gpt2(size, via_pretrained=False), random_tokens(size, batch=1, seq_len=4)
+        >>> def step(model, token, cache, positions):
+        ...     logits = model(input_ids=token, past_key_values=cache, use_cache=True, **positions).logits
+        ...     return logits[:, -1].argmax(dim=-1, keepdim=True)
+        >>> split = profiled_split(lambda s: generate_static(model, s, prompt, 4), step)
+        >>> list(split), split["matmul"] > 0
+        (['matmul', 'fused elementwise', 'attention', 'overhead'], True)
+    """
+    if not callable(decode) or not callable(step):
+        bad = "decode" if not callable(decode) else "step"
+        raise TypeError(f"{bad} must be callable: decode(step) -> Generation; step(model, token, cache, pos)")
+    profiler = torch.profiler.profile(activities=[torch.profiler.ProfilerActivity.CPU])
+    calls = 0
+
+    def profiled_step(model: Any, token: torch.Tensor, cache: Any, positions: Mapping[str, torch.Tensor]):
+        nonlocal calls
+        token = step(model, token, cache, positions)
+        calls += 1
+        if calls == 1:
+            profiler.start()
+        return token
+
+    with native_stderr_discarded():
+        try:
+            run = decode(profiled_step)
+        finally:
+            if calls:
+                profiler.stop()
+    if not isinstance(run, Generation):
+        raise TypeError(f"decode must return generate_static's Generation; got {type(run).__name__}")
+    if len(run.step_s) < 2:
+        made = len(run.step_s)
+        raise ValueError(f"decode's request must make at least 2 decoding steps (n_new >= 3); it made {made}")
+    events = {e.key: e.cpu_time_total / 1e6 for e in profiler.key_averages()}
+    return split_step_time(events, statistics.fmean(run.step_s[1:]), len(run.step_s) - 1)

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import time
+
 import pytest
 import torch
 
@@ -402,3 +404,42 @@ def test_timed_against_reads_and_bound_table_reject_bad_input():
         decoding.bound_table({"int8": result})
     with pytest.raises(ValueError, match="eager_tokens_s must map every variant"):
         decoding.bound_table({("int8", "default"): result}, {"float32": 1.0})
+
+
+def _tiny_request():
+    size = gpt2_size("cpu", n_layer=1, n_embd=32, n_head=2, vocab_size=64, n_positions=32, seq_len=8)
+    model, prompt = build_gpt2(size, via_pretrained=False), random_tokens(size, batch=1, seq_len=4)
+
+    def step(model, token, cache, positions):
+        logits = model(input_ids=token, past_key_values=cache, use_cache=True, **positions).logits
+        return logits[:, -1].argmax(dim=-1, keepdim=True)
+
+    return model, prompt, step
+
+
+def test_profiled_split_leaves_out_the_first_step():
+    model, prompt, step = _tiny_request()
+    calls = []
+
+    def slow_first(model, token, cache, positions):  # a first step as slow as a compile
+        calls.append(1)
+        if len(calls) == 1:
+            time.sleep(0.3)
+        return step(model, token, cache, positions)
+
+    split = decoding.profiled_split(lambda s: decoding.generate_static(model, s, prompt, 5), slow_first)
+    assert set(split) == {"matmul", "fused elementwise", "attention", "overhead"}
+    assert split["matmul"] > 0 and split["fused elementwise"] == 0  # eager: no generated kernel
+    assert sum(split.values()) < 0.1  # the 0.3 s first step is not in the split
+
+
+def test_profiled_split_rejects_bad_input():
+    model, prompt, step = _tiny_request()
+    with pytest.raises(TypeError, match="decode must be callable"):
+        decoding.profiled_split(None, step)
+    with pytest.raises(TypeError, match="step must be callable"):
+        decoding.profiled_split(lambda s: None, 3)
+    with pytest.raises(TypeError, match="Generation"):
+        decoding.profiled_split(lambda s: decoding.generate_static(model, s, prompt, 3).tokens, step)
+    with pytest.raises(ValueError, match="at least 2 decoding steps"):
+        decoding.profiled_split(lambda s: decoding.generate_static(model, s, prompt, 2), step)

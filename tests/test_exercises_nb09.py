@@ -10,7 +10,12 @@ import torch
 from transformers import GPT2LMHeadModel
 
 from helpers.decoding import decode_step_bytes
-from helpers.exercises.nb09 import check_batch_bytes, check_mlp_only, fused_int8_calls
+from helpers.exercises.nb09 import (
+    check_batch_bytes,
+    check_float32_activations,
+    check_mlp_only,
+    fused_int8_calls,
+)
 from helpers.models import gpt2_config, gpt2_size
 from helpers.quantize import linearize, quantize_int8
 
@@ -115,3 +120,17 @@ def test_exercise_2():
         check_mlp_only(4, fused(4), int8_layers=MLP, n_layer=0)
     with pytest.raises(TypeError, match="int8_layers"):
         check_mlp_only(4, fused(4), int8_layers=4, n_layer=2)
+
+
+def test_exercise_2_float32_activations():
+    assert check_float32_activations(None, None).endswith("not answered yet.")
+    assert check_float32_activations(0, UNFUSED).endswith("correct.")
+    with pytest.raises(AssertionError, match=r"Exercise 2 \(float32 activations\): 4 is too high"):
+        check_float32_activations(4, UNFUSED)
+    # counted, not assumed: where the code does call the fused kernel, 0 is wrong
+    with pytest.raises(AssertionError, match="0 is too low"):
+        check_float32_activations(0, fused(4))
+    with pytest.raises(ValueError, match="prediction must be a count"):
+        check_float32_activations(-1, UNFUSED)
+    with pytest.raises(ValueError, match="generated_code"):
+        check_float32_activations(0, None)

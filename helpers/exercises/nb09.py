@@ -150,3 +150,28 @@ def check_mlp_only(
     return check_answer(
         2, prediction, calls, hint="count the int8 layers of your model (print it): each is one call"
     )
+
+
+def check_float32_activations(prediction: int | None, generated_code: str | None) -> str:
+    """Exercise 2, second part: fused int8 kernel calls of the same model with float32 activations.
+
+    ``generated_code`` is the code Inductor generated for the learner's MLP-only model converted
+    to float32 (``.float()`` converts the activations' side, the scales; the int8 weights stay):
+    the answer is the fused calls it makes, counted, not assumed.
+
+    Example:
+        >>> check_float32_activations(None, None)
+        'Exercise 2 (float32 activations): not answered yet.'
+        >>> check_float32_activations(0, "cpp_fused_mul_0(...)  # a generated kernel reads the int8 weights")
+        'Exercise 2 (float32 activations): correct.'
+    """
+    label = "2 (float32 activations)"
+    if prediction is None:
+        return f"Exercise {label}: not answered yet."
+    _prediction(prediction)
+    if generated_code is None:
+        raise ValueError(
+            "generated_code must be the code Inductor generated for the float32 model once answered"
+        )
+    hint = "section 2's fold says which dtypes the pattern's check reads"
+    return check_answer(label, prediction, fused_int8_calls(generated_code), hint=hint)
