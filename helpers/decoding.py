@@ -11,7 +11,7 @@ The boilerplate behind notebooks 08 and 09; the lesson (the decoding step and it
 - :func:`last_level_cache_bytes`, :func:`working_set_past_cache`,
   :func:`reader` and :func:`read_bandwidth_gb_s`: the machine's side of the bandwidth bound.
 - :func:`timed_against_reads` and :func:`bound_table`: decoding requests timed between reads of
-  their steps' bytes, and each one's share of that read bound (notebook 09).
+  their steps' bytes (:class:`RingReads`), and each one's share of that read bound (notebook 09).
 - :func:`split_step_time` and :func:`profiled_split`: a profiled step's time split into matrix
   products, fused elementwise kernels, attention and overhead (notebook 09).
 
@@ -273,6 +273,43 @@ def _relative_range(values: Sequence[float]) -> float:
     return (max(values) - min(values)) / statistics.median(values)
 
 
+class RingReads:
+    """Reads of any size from one float32 buffer, each starting where the previous one ended.
+
+    Every bound then reads the same memory. Separately allocated buffers can read at rates that
+    differ by more than their rounds' spread: on the 2-core cloud machine that runs this course's
+    CI, four buffers read 15.5 to 18.2 GB/s at 1 thread, reproducibly, and one buffer's prefixes
+    18.6 to 19.0, since where a buffer's pages lie is the machine's affair. Here a placement effect
+    becomes round-to-round spread instead of a fixed bias, and no read starts on bytes the previous
+    read left in the cache: the buffer holds twice the largest read.
+
+    Example:
+        >>> ring = RingReads(max_bytes=64)  # 16 float32 elements, 32 in the ring
+        >>> [ring.spans(48), ring.spans(64), ring.spans(32)]  # (start, stop) element ranges
+        [[(0, 12)], [(12, 28)], [(28, 32), (0, 4)]]
+    """
+
+    def __init__(self, max_bytes: int, device: str | torch.device | None = "cpu"):
+        _check_read_args(max_bytes, None)
+        self.buffer = torch.ones(2 * (max_bytes // 4), device=normalize_device(device))
+        self.position = 0
+
+    def spans(self, n_bytes: int) -> list[tuple[int, int]]:
+        """The element ranges the next read of ``n_bytes`` covers (two where it wraps); advances."""
+        _check_read_args(n_bytes, None)
+        size, count = self.buffer.numel(), n_bytes // 4
+        if count > size // 2:
+            raise ValueError(f"n_bytes must be at most the ring's max_bytes ({size // 2 * 4}); got {n_bytes}")
+        start, stop = self.position, self.position + count
+        self.position = stop % size
+        return [(start, stop)] if stop <= size else [(start, size), (0, stop - size)]
+
+    def read(self, n_bytes: int) -> None:
+        """Read ``n_bytes`` of the ring (a sum), from where the previous read ended."""
+        for start, stop in self.spans(n_bytes):
+            self.buffer[start:stop].sum()
+
+
 def timed_against_reads(
     recipes: Mapping[Hashable, Recipe],
     *,
@@ -282,12 +319,13 @@ def timed_against_reads(
 ) -> tuple[dict[Hashable, ShareOfBound], dict[int | None, float]]:
     """Each recipe's requests timed between reads of its steps' bytes, and its share of that bound.
 
-    One :func:`helpers.bench.compare` run interleaves every recipe's request with a read
-    (:func:`reader`) of each recipe's ``n_bytes`` at its ``threads``, ``rounds`` times, so
-    that the steps and their bound share the machine's state; shares are taken round by
-    round. With ``past_cache_bytes`` (see :func:`working_set_past_cache`), a read that size
-    runs at each thread count too: the memory's bandwidth, returned second (GB/s by thread
-    count; empty without it). No warm-up call: run (and compile) each request once before.
+    One :func:`helpers.bench.compare` run interleaves every recipe's request with a read (a sum,
+    from one :class:`RingReads` buffer for all reads) of each recipe's ``n_bytes`` at its
+    ``threads``, ``rounds`` times, so that the steps and their bound share the machine's state;
+    shares are taken round by round. With ``past_cache_bytes`` (see
+    :func:`working_set_past_cache`), a read that size runs at each thread count too: the memory's
+    bandwidth, returned second (GB/s by thread count; empty without it). No warm-up call: run
+    (and compile) each request once before.
 
     Example:
         >>> recipes = {"slow": Recipe(lambda: (0.004,), 2**20), "fast": Recipe(lambda: (0.002,), 2**20)}
@@ -321,12 +359,12 @@ def timed_against_reads(
 
         return run
 
-    def read(n_bytes: int, threads: int | None) -> Callable[[], None]:
-        fn = reader(n_bytes, name)
+    ring = RingReads(max(n_bytes for n_bytes, _ in reads), name)
 
+    def read(n_bytes: int, threads: int | None) -> Callable[[], None]:
         def run() -> None:
             with thread_count(threads):
-                fn()
+                ring.read(n_bytes)
 
         return run
 

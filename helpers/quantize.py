@@ -1,4 +1,4 @@
-"""gpt-fast's weight-only int8 quantization for notebook 09: the model surgery, and the check that a
+"""Weight-only int8 quantization after gpt-fast's, for notebook 09: the model surgery, and the check that a
 compiled step kept it.
 
 - :func:`linearize`: GPT-2's ``Conv1D`` layers (weight ``in x out``) become ``nn.Linear``
@@ -51,7 +51,12 @@ def linearize(model: torch.nn.Module) -> torch.nn.Module:
 
 
 class WeightOnlyInt8Linear(torch.nn.Module):
-    """gpt-fast's weight-only int8 linear layer: int8 weights, one float scale per output channel.
+    """A weight-only int8 linear layer after gpt-fast's: int8 weights, one float scale per output channel.
+
+    Its forward is gpt-fast's (convert, multiply, scale) plus the bias GPT-2's layers have
+    (gpt-fast's layer has none). The scale is symmetric: each row's largest absolute weight ÷ 127,
+    so that weight becomes ±127 (gpt-fast's ``dynamically_quantize_per_channel`` divides by 127.5
+    and clamps to -128..127).
 
     Example:
         >>> layer = WeightOnlyInt8Linear(torch.nn.Linear(8, 4))
@@ -148,13 +153,12 @@ def int8_fusion_unchecked(device: str | torch.device | None, activations: torch.
     ``None`` where it does on every release the course accepts (so the count can be asserted).
 
     The pattern (``_is_valid_woq_optimization_pattern`` in ``torch/_inductor/fx_passes/
-    quantization.py``) wants bfloat16 activations on a ``cpu``, ``cuda`` or ``xpu`` tensor (torch
-    2.8: ``cpu`` only). Inductor registers it once per process, at its first compile
-    (``lazy_init`` in ``fx_passes/post_grad.py``): with oneDNN built in, only if oneDNN is on then,
-    and torch 2.8 not on ACL, oneDNN's ARM backend (``_mkldnn_fusion_init`` in
-    ``fx_passes/mkldnn_fusion.py``; from 2.13 on ACL too); without oneDNN, from 2.13 (2.8 never).
-    Where the installed torch registers it, on a CPU, the count can be asserted; the releases between
-    2.8 and 2.13 are treated as 2.8 (not all were available to read).
+    quantization.py``) wants bfloat16 activations and scales on a ``cpu`` tensor, also ``cuda``
+    from torch 2.10 and ``xpu`` from 2.11. Inductor registers it once per process, at its first
+    compile (``lazy_init`` in ``fx_passes/post_grad.py``): with oneDNN built in, only if oneDNN is
+    on then, and before 2.10 not on ACL, oneDNN's ARM backend (``_mkldnn_fusion_init`` in
+    ``fx_passes/mkldnn_fusion.py``); without oneDNN, from 2.12 (``lazy_init``'s ``else`` branch).
+    Read in the source of every release from 2.8 to 2.15.
 
     Example:
         >>> int8_fusion_unchecked("cpu", torch.float32)
@@ -168,14 +172,13 @@ def int8_fusion_unchecked(device: str | torch.device | None, activations: torch.
     if name == "mps":
         return "on mps: the pattern matches cpu, cuda and xpu tensors only"
     if name != "cpu":
-        return f"on {name}: counted, asserted on a CPU only (torch 2.8 matches cpu tensors only)"
-    before_2_13 = torch_version() < Version("2.13")
-    if not torch._C._has_mkldnn:  # lazy_init's else branch registers it from 2.13 (2.8 has none)
-        return (
-            "a build without oneDNN: torch before 2.13 does not register the pattern" if before_2_13 else None
-        )
+        return f"on {name}: counted, asserted on a CPU only (cuda tensors match from torch 2.10, xpu 2.11)"
+    version = torch_version()
+    if not torch._C._has_mkldnn:  # lazy_init's else branch registers it from 2.12
+        before = version < Version("2.12")
+        return "a build without oneDNN: torch before 2.12 does not register the pattern" if before else None
     if not torch.backends.mkldnn.enabled:
         return "oneDNN is off (torch.backends.mkldnn.enabled): Inductor does not register the pattern"
-    if torch.ops.mkldnn._is_mkldnn_acl_supported() and before_2_13:
-        return "on ACL, oneDNN's ARM backend: torch before 2.13 does not register the pattern"
+    if torch.ops.mkldnn._is_mkldnn_acl_supported() and version < Version("2.10"):
+        return "on ACL, oneDNN's ARM backend: torch before 2.10 does not register the pattern"
     return None

@@ -443,3 +443,20 @@ def test_profiled_split_rejects_bad_input():
         decoding.profiled_split(lambda s: decoding.generate_static(model, s, prompt, 3).tokens, step)
     with pytest.raises(ValueError, match="at least 2 decoding steps"):
         decoding.profiled_split(lambda s: decoding.generate_static(model, s, prompt, 2), step)
+
+
+def test_ring_reads_continue_where_the_last_ended_and_wrap():
+    ring = decoding.RingReads(max_bytes=400)  # 100 float32 elements, 200 in the ring
+    assert ring.buffer.numel() == 200
+    assert ring.spans(400) == [(0, 100)]
+    assert ring.spans(200) == [(100, 150)]
+    assert ring.spans(400) == [(150, 200), (0, 50)]  # wraps: two sums
+    assert ring.spans(4) == [(50, 51)]
+    ring.read(400)  # runs, and advances as spans does
+    assert ring.position == 151
+    with pytest.raises(ValueError, match="at most the ring's max_bytes"):
+        ring.spans(404)
+    with pytest.raises(ValueError, match="n_bytes"):
+        ring.spans(2)
+    with pytest.raises(ValueError, match="n_bytes"):
+        decoding.RingReads(max_bytes=0)

@@ -90,15 +90,22 @@ def test_int8_fusion_unchecked_says_where_the_pattern_cannot_fire(monkeypatch):
         assert "oneDNN is off" in int8_fusion_unchecked("cpu", torch.bfloat16)
         monkeypatch.undo()
         assert int8_fusion_unchecked("cpu", torch.bfloat16) is None  # an x86 CPU, oneDNN on
-    # on ACL and without oneDNN the pattern registers from 2.13 (lazy_init, _mkldnn_fusion_init)
-    for version, registers in (("2.8.0", False), ("2.12.1", False), ("2.13.0", True), ("2.15.0", True)):
+    # the pattern registers on ACL from 2.10 (_mkldnn_fusion_init), without oneDNN from 2.12 (lazy_init)
+    for version, on_acl_registers, without_registers in (
+        ("2.8.0", False, False),
+        ("2.9.1", False, False),
+        ("2.10.0", True, False),
+        ("2.11.0", True, False),
+        ("2.12.0", True, True),
+        ("2.15.0", True, True),
+    ):
         monkeypatch.setattr(torch, "__version__", version)
         monkeypatch.setattr(torch.ops.mkldnn, "_is_mkldnn_acl_supported", lambda: True)
         on_acl = int8_fusion_unchecked("cpu", torch.bfloat16)
-        assert on_acl is None if registers else "ACL" in on_acl
+        assert on_acl is None if on_acl_registers else "ACL" in on_acl
         monkeypatch.setattr(torch._C, "_has_mkldnn", False)
         without = int8_fusion_unchecked("cpu", torch.bfloat16)
-        assert without is None if registers else "without oneDNN" in without
+        assert without is None if without_registers else "without oneDNN" in without
         monkeypatch.undo()
     with pytest.raises(TypeError, match="activations must be a floating torch.dtype"):
         int8_fusion_unchecked("cpu", torch.int8)

@@ -173,5 +173,5 @@ def check_float32_activations(prediction: int | None, generated_code: str | None
         raise ValueError(
             "generated_code must be the code Inductor generated for the float32 model once answered"
         )
-    hint = "section 2's fold says which dtypes the pattern's check reads"
+    hint = "section 2 says which activations the pattern needs"
     return check_answer(label, prediction, fused_int8_calls(generated_code), hint=hint)
