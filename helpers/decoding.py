@@ -13,7 +13,8 @@ The boilerplate behind notebooks 08 and 09; the lesson (the decoding step and it
 - :func:`timed_against_reads` and :func:`bound_table`: decoding requests timed between reads of
   their steps' bytes (:class:`RingReads`), and each one's share of that read bound (notebook 09).
 - :func:`split_step_time` and :func:`profiled_split`: a profiled step's time split into matrix
-  products, fused elementwise kernels, attention and overhead (notebook 09).
+  products, fused elementwise kernels, attention and overhead, and :func:`what_holds_it_back`:
+  which of them holds a step back from its read bound (notebook 09).
 
 A step function has the signature ``step(model, token, cache, positions) -> next_token``:
 ``token`` is ``(batch, 1)``, ``positions`` the dictionary from :func:`position_inputs`, and
@@ -839,3 +840,49 @@ def profiled_split(decode: Callable[[Step], Generation], step: Step) -> dict[str
         raise ValueError(f"decode's request must make at least 2 decoding steps (n_new >= 3); it made {made}")
     events = {e.key: e.cpu_time_total / 1e6 for e in profiler.key_averages()}
     return split_step_time(events, statistics.fmean(run.step_s[1:]), len(run.step_s) - 1)
+
+
+#: A step at this share of its read bound or more is "near the bound" (the course's line).
+NEAR_THE_BOUND = 0.7
+
+
+def what_holds_it_back(n_bytes: int, split: Mapping[str, float], timing: ShareOfBound) -> str:
+    """One line on a decoding step against its read bound: its products, the rest, and a verdict.
+
+    ``split`` is one profiled request's :func:`profiled_split` and ``timing`` the same recipe's
+    :class:`ShareOfBound`. The profiler slows the request it records, so the split gives only
+    shares, applied to the timed (median) step: the products' time, their rate (the step's
+    ``n_bytes`` over their time) against the bound, and what the products and the rest (norms,
+    attention, overhead) each take beyond a read of the bytes. The verdict: ``near the bound`` at
+    :data:`NEAR_THE_BOUND` of it or more (the timed share, rounded as printed); else whichever part
+    takes more time beyond the read holds the step back most.
+
+    Example:
+        >>> timing = ShareOfBound(50.0, 0.1, 8.0, 16.0, 0.05, 0.5, (0.45, 0.55))  # a 20 ms step
+        >>> split = {"matmul": 0.018, "fused elementwise": 0.0, "attention": 0.001, "overhead": 0.001}
+        >>> print(*what_holds_it_back(160_000_000, split, timing).split("; "), sep="\\n")
+        products 90% of the step, reading at 56% of the bound
+        beyond the read: products 8.0 ms, the rest 2.0 ms: the kernels hold it back most
+    """
+    if not isinstance(n_bytes, int) or isinstance(n_bytes, bool) or n_bytes < 1:
+        raise ValueError(f"n_bytes must be a positive int (the step's bytes); got {n_bytes!r}")
+    if not isinstance(split, Mapping) or not {"matmul", "overhead"} <= set(split):
+        raise TypeError(f"split must be profiled_split's dict of seconds by part; got {split!r}")
+    if not isinstance(timing, ShareOfBound):
+        raise TypeError(f"timing must be timed_against_reads' ShareOfBound; got {type(timing).__name__}")
+    if split["matmul"] <= 0:
+        return "the profile names no matrix product: not split"
+    step_s, products_share = 1 / timing.tokens_s, split["matmul"] / sum(split.values())
+    products_s, read_s = products_share * step_s, n_bytes / (timing.bound_gb_s * 1e9)
+    rate = read_s / products_s
+    # above 1: the products outran the read timed in other rounds (the read's spread), not the bound
+    above = f" (the read's spread: {timing.bound_spread:.0%})" if rate > 1 else ""
+    over_products, rest = max(0.0, products_s - read_s), step_s - products_s
+    if round(timing.share, 2) >= NEAR_THE_BOUND:
+        verdict = "near the bound"
+    else:
+        verdict = "the kernels hold it back most" if over_products > rest else "the rest holds it back most"
+    return (
+        f"products {products_share:.0%} of the step, reading at {rate:.0%} of the bound{above}; "
+        f"beyond the read: products {over_products * 1e3:.1f} ms, the rest {rest * 1e3:.1f} ms: {verdict}"
+    )

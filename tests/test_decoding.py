@@ -460,3 +460,32 @@ def test_ring_reads_continue_where_the_last_ended_and_wrap():
         ring.spans(2)
     with pytest.raises(ValueError, match="n_bytes"):
         decoding.RingReads(max_bytes=0)
+
+
+def test_what_holds_it_back_applies_the_profile_s_shares_to_the_timed_step():
+    timing = decoding.ShareOfBound(50.0, 0.1, 8.0, 16.0, 0.05, 0.5, (0.45, 0.55))  # 20 ms, 10 ms read
+    split = {"matmul": 0.036, "fused elementwise": 0.0, "attention": 0.002, "overhead": 0.002}  # slowed 2x
+    line = decoding.what_holds_it_back(160_000_000, split, timing)
+    assert "products 90% of the step, reading at 56% of the bound" in line  # 18 ms of the 20 ms step
+    assert "products 8.0 ms, the rest 2.0 ms: the kernels hold it back most" in line
+    rest_heavy = {"matmul": 0.010, "fused elementwise": 0.0, "attention": 0.0, "overhead": 0.010}
+    rest_line = decoding.what_holds_it_back(160_000_000, rest_heavy, timing)
+    assert rest_line.endswith("the rest holds it back most")
+    near = decoding.ShareOfBound(50.0, 0.1, 8.0, 16.0, 0.05, 0.6996, (0.6, 0.8))  # printed as 70%
+    assert decoding.what_holds_it_back(160_000_000, split, near).endswith("near the bound")
+    fast = decoding.what_holds_it_back(240_000_000, split, timing)  # a 15 ms read, products 18 ms
+    assert "reading at 83%" in fast
+    faster = decoding.what_holds_it_back(380_000_000, split, timing)  # the read outlasts the products
+    assert "(the read's spread: 5%)" in faster and "beyond the read: products 0.0 ms" in faster
+    assert "not split" in decoding.what_holds_it_back(1, dict(split, matmul=0.0), timing)
+
+
+def test_what_holds_it_back_rejects_bad_input():
+    timing = decoding.ShareOfBound(50.0, 0.1, 8.0, 16.0, 0.05, 0.5, (0.45, 0.55))
+    split = {"matmul": 0.01, "fused elementwise": 0.0, "attention": 0.0, "overhead": 0.01}
+    with pytest.raises(ValueError, match="n_bytes"):
+        decoding.what_holds_it_back(0, split, timing)
+    with pytest.raises(TypeError, match="split must be"):
+        decoding.what_holds_it_back(10, {"matmul": 0.01}, timing)
+    with pytest.raises(TypeError, match="timing must be"):
+        decoding.what_holds_it_back(10, split, 0.5)

@@ -123,14 +123,26 @@ def test_exercise_2():
 
 
 def test_exercise_2_float32_activations():
-    assert check_float32_activations(None, None).endswith("not answered yet.")
-    assert check_float32_activations(0, UNFUSED).endswith("correct.")
+    def check(prediction, code, layers=MLP):
+        return check_float32_activations(prediction, code, int8_layers=layers, n_layer=2)
+
+    assert check(None, None).endswith("not answered yet.")
+    assert check(0, UNFUSED).endswith("correct.")
     with pytest.raises(AssertionError, match=r"Exercise 2 \(float32 activations\): 4 is too high"):
-        check_float32_activations(4, UNFUSED)
+        check(4, UNFUSED)
     # counted, not assumed: where the code does call the fused kernel, 0 is wrong
     with pytest.raises(AssertionError, match="0 is too low"):
-        check_float32_activations(0, fused(4))
+        check(0, fused(4))
+    # the first part's model: the placeholder (every layer int8) is rejected, as there
+    with pytest.raises(
+        AssertionError, match=r"Exercise 2 \(float32 activations\): some int8 layers are outside"
+    ):
+        check(0, UNFUSED, layers=ALL)
+    with pytest.raises(AssertionError, match="not every MLP layer"):
+        check(0, UNFUSED, layers=MLP[:2])
     with pytest.raises(ValueError, match="prediction must be a count"):
-        check_float32_activations(-1, UNFUSED)
+        check(-1, UNFUSED)
     with pytest.raises(ValueError, match="generated_code"):
-        check_float32_activations(0, None)
+        check(0, None)
+    with pytest.raises(ValueError, match="n_layer"):
+        check_float32_activations(0, UNFUSED, int8_layers=MLP, n_layer=0)

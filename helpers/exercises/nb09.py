@@ -91,6 +91,28 @@ def check_batch_bytes(
     return "Exercise 1: correct."
 
 
+def _mlp_layers(int8_layers: Sequence[str], n_layer: int, label: str) -> list[str]:
+    """The int8 layers' names, once they are every MLP layer of every block and nothing else."""
+    if not isinstance(n_layer, int) or isinstance(n_layer, bool) or n_layer < 1:
+        raise ValueError(f"n_layer must be a positive int; got {n_layer!r}")
+    if (
+        not isinstance(int8_layers, Sequence)
+        or isinstance(int8_layers, str)
+        or not all(isinstance(n, str) for n in int8_layers)
+    ):
+        raise TypeError(
+            f"int8_layers must be the names of your model's int8 layers (a list of str); got {int8_layers!r}"
+        )
+    names = list(int8_layers)
+    outside = [n for n in names if ".mlp." not in f".{n}."]
+    hint = "Hint: only= is called with each layer's name (see tiny.named_modules()): keep the MLPs'."
+    if outside:  # the messages name no count: the number of int8 layers is the answer
+        raise AssertionError(f"{label}: some int8 layers are outside the MLPs (e.g. {outside[0]}). {hint}")
+    if len(names) != 2 * n_layer:
+        raise AssertionError(f"{label}: not every MLP layer of every block is int8. {hint}")
+    return names
+
+
 def check_mlp_only(
     prediction: int | None,
     generated_code: str | None,
@@ -116,23 +138,7 @@ def check_mlp_only(
     if prediction is None:
         return "Exercise 2: not answered yet."
     _prediction(prediction)
-    if not isinstance(n_layer, int) or isinstance(n_layer, bool) or n_layer < 1:
-        raise ValueError(f"n_layer must be a positive int; got {n_layer!r}")
-    if (
-        not isinstance(int8_layers, Sequence)
-        or isinstance(int8_layers, str)
-        or not all(isinstance(n, str) for n in int8_layers)
-    ):
-        raise TypeError(
-            f"int8_layers must be the names of your model's int8 layers (a list of str); got {int8_layers!r}"
-        )
-    names = list(int8_layers)
-    outside = [n for n in names if ".mlp." not in f".{n}."]
-    hint = "Hint: only= is called with each layer's name (see tiny.named_modules()): keep the MLPs'."
-    if outside:  # the messages name no count: the number of int8 layers is the answer
-        raise AssertionError(f"Exercise 2: some int8 layers are outside the MLPs (e.g. {outside[0]}). {hint}")
-    if len(names) != 2 * n_layer:
-        raise AssertionError(f"Exercise 2: not every MLP layer of every block is int8. {hint}")
+    names = _mlp_layers(int8_layers, n_layer, "Exercise 2")
     if unchecked is not None and not isinstance(unchecked, str):
         raise TypeError(f"unchecked must be None or a reason (str); got {unchecked!r}")
     if unchecked:  # the pattern cannot fire here: hold the count to the layers, and say so
@@ -152,26 +158,29 @@ def check_mlp_only(
     )
 
 
-def check_float32_activations(prediction: int | None, generated_code: str | None) -> str:
-    """Exercise 2, second part: fused int8 kernel calls of the same model with float32 activations.
+def check_float32_activations(
+    prediction: int | None, generated_code: str | None, *, int8_layers: Sequence[str], n_layer: int
+) -> str:
+    """Exercise 2, second part: fused int8 kernel calls of the MLP-only model with float32 activations.
 
-    ``generated_code`` is the code Inductor generated for the learner's MLP-only model converted
-    to float32 (``.float()`` converts the activations' side, the scales; the int8 weights stay):
-    the answer is the fused calls it makes, counted, not assumed.
+    ``generated_code`` is the code Inductor generated for a float32 copy of the learner's model
+    (``.float()`` converts the activations' side, the scales; the int8 weights stay): the answer is
+    the fused calls it makes, counted, not assumed. ``int8_layers`` and ``n_layer`` are checked as in
+    :func:`check_mlp_only`: the model must be the first part's.
 
     Example:
-        >>> check_float32_activations(None, None)
+        >>> names = [f"transformer.h.{i}.mlp.{n}" for i in range(2) for n in ("c_fc", "c_proj")]
+        >>> check_float32_activations(None, None, int8_layers=names, n_layer=2)
         'Exercise 2 (float32 activations): not answered yet.'
-        >>> check_float32_activations(0, "cpp_fused_mul_0(...)  # a generated kernel reads the int8 weights")
+        >>> check_float32_activations(0, "cpp_fused_mul_0(const int8_t* x)", int8_layers=names, n_layer=2)
         'Exercise 2 (float32 activations): correct.'
     """
     label = "2 (float32 activations)"
     if prediction is None:
         return f"Exercise {label}: not answered yet."
     _prediction(prediction)
+    _mlp_layers(int8_layers, n_layer, f"Exercise {label}")
     if generated_code is None:
-        raise ValueError(
-            "generated_code must be the code Inductor generated for the float32 model once answered"
-        )
+        raise ValueError("generated_code must be the code Inductor generated for the float32 model")
     hint = "section 2 says which activations the pattern needs"
     return check_answer(label, prediction, fused_int8_calls(generated_code), hint=hint)
