@@ -855,7 +855,8 @@ def what_holds_it_back(n_bytes: int, split: Mapping[str, float], timing: ShareOf
     ``n_bytes`` over their time) against the bound, and what the products and the rest (norms,
     attention, overhead) each take beyond a read of the bytes. The verdict: ``near the bound`` at
     :data:`NEAR_THE_BOUND` of it or more (the timed share, rounded as printed); else whichever part
-    takes more time beyond the read holds the step back most.
+    takes more time beyond the read holds the step back most, unless the two differ by no more
+    than the read's own spread (``timing.bound_spread`` of the read's time): then both, about equally.
 
     Example:
         >>> timing = ShareOfBound(50.0, 0.1, 8.0, 16.0, 0.05, 0.5, (0.45, 0.55))  # a 20 ms step
@@ -880,6 +881,8 @@ def what_holds_it_back(n_bytes: int, split: Mapping[str, float], timing: ShareOf
     over_products, rest = max(0.0, products_s - read_s), step_s - products_s
     if round(timing.share, 2) >= NEAR_THE_BOUND:
         verdict = "near the bound"
+    elif abs(over_products - rest) <= read_s * timing.bound_spread:  # closer than the read's own spread
+        verdict = "the kernels and the rest about equally (within the read's spread)"
     else:
         verdict = "the kernels hold it back most" if over_products > rest else "the rest holds it back most"
     return (

@@ -478,6 +478,12 @@ def test_what_holds_it_back_applies_the_profile_s_shares_to_the_timed_step():
     faster = decoding.what_holds_it_back(380_000_000, split, timing)  # the read outlasts the products
     assert "(the read's spread: 5%)" in faster and "beyond the read: products 0.0 ms" in faster
     assert "not split" in decoding.what_holds_it_back(1, dict(split, matmul=0.0), timing)
+    # products and the rest 1.0 ms each beyond a 10 ms read whose rounds spread 5%: a tie
+    tie = {"matmul": 0.011, "fused elementwise": 0.0, "attention": 0.0, "overhead": 0.001}
+    timed = decoding.ShareOfBound(1 / 0.012, 0.1, 8.0, 16.0, 0.05, 0.5, (0.45, 0.55))
+    assert decoding.what_holds_it_back(160_000_000, tie, timed).endswith(
+        "about equally (within the read's spread)"
+    )
 
 
 def test_what_holds_it_back_rejects_bad_input():
