@@ -412,7 +412,7 @@ def workload_09() -> tuple[float, float]:
     """Notebook 09 on CUDA: three variants compiled for decoding, the int8 one tuned once more."""
     source = notebook_source("09")
     assert "size = gpt2_size(device, n_layer=4)" in source
-    # max-autotune for int8 only, on every device (section 6); all cores and cpp_wrapper on a CPU only
+    # max-autotune for int8 only, on every device (the deep dive); all cores and cpp_wrapper on a CPU only
     assert 'tuned_fn = torch.compile(tuned_logits, mode="max-autotune", fullgraph=True)' in source
     assert 'if device == "cpu":\n    # options= and mode= exclude each other' in source
     assert "compiled_product = torch.compile(multiply_sum, fullgraph=True)" in source  # 3 small kernels
