@@ -106,11 +106,14 @@ def test_exercise_2():
         check_mlp_only(4, UNFUSED, int8_layers=MLP, n_layer=2)
     assert "Exercise 2: the generated code does not call" in str(error.value)
     assert not re.search(r"\b\d+\b", str(error.value).removeprefix("Exercise 2"))
-    # where the pattern cannot fire (oneDNN off, say): the count is held to the layers, the reason said
+    # where the pattern cannot fire (oneDNN off, say): the count is the generated code's, the reason said
     off = "oneDNN is off"
-    said = check_mlp_only(4, UNFUSED, int8_layers=MLP, n_layer=2, unchecked=off)
+    said = check_mlp_only(0, UNFUSED, int8_layers=MLP, n_layer=2, unchecked=off)
     assert said.startswith("Exercise 2: correct.") and off in said
-    with pytest.raises(AssertionError, match="Exercise 2: 9 is too high"):
+    with pytest.raises(AssertionError, match="Exercise 2: 4 is too high") as error:
+        check_mlp_only(4, UNFUSED, int8_layers=MLP, n_layer=2, unchecked=off)  # where it would fire
+    assert off in str(error.value)
+    with pytest.raises(ValueError, match="generated_code"):
         check_mlp_only(9, None, int8_layers=MLP, n_layer=2, unchecked=off)
     with pytest.raises(AssertionError, match="outside the MLPs"):
         check_mlp_only(9, None, int8_layers=ALL, n_layer=2, unchecked=off)

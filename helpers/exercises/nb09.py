@@ -127,7 +127,8 @@ def check_mlp_only(
     ``n_layer`` its blocks: a model quantized anywhere but the MLPs (the attention layers,
     say, which are as many) is rejected before the prediction is read. ``unchecked`` is
     ``helpers.quantize.int8_fusion_unchecked("cpu", torch.bfloat16)``: where it gives a reason,
-    nothing fuses here, so the prediction is held to the int8 layers and the reason is said.
+    the pattern cannot fire here, so the prediction is held to the calls the generated code
+    makes (none) and the reason is said.
 
     Example:
         >>> code = "extern_kernels._weight_int8pack_mm(a)\\n" * 4
@@ -141,13 +142,12 @@ def check_mlp_only(
     names = _mlp_layers(int8_layers, n_layer, "Exercise 2")
     if unchecked is not None and not isinstance(unchecked, str):
         raise TypeError(f"unchecked must be None or a reason (str); got {unchecked!r}")
-    if unchecked:  # the pattern cannot fire here: hold the count to the layers, and say so
-        hint = "count the int8 layers of your model: each is one call"
-        said = check_answer(2, prediction, len(names), hint=hint)
-        return f"{said} (where the pattern fires; not here: {unchecked})"
     if generated_code is None:
         raise ValueError("generated_code must be the code Inductor generated for your model once answered")
     calls = fused_int8_calls(generated_code)
+    if unchecked:  # the pattern cannot fire here: the answer is what this machine's code calls
+        hint = f"the int8 pattern cannot fire here ({unchecked}): what does the generated code call?"
+        return f"{check_answer(2, prediction, calls, hint=hint)} (the pattern cannot fire here: {unchecked})"
     if calls != len(names):
         raise AssertionError(
             "Exercise 2: the generated code does not call the fused kernel once per int8 layer: "
