@@ -423,7 +423,7 @@ def workload_09() -> tuple[float, float]:
     weights = gpt2_parameter_bytes(size)
     held = weights * (1 + 0.5 + 0.25 + 0.5)  # float32, the 16-bit copy, int8 (+ its 16-bit embeddings)
     head = size.vocab_size * size.n_embd * 4  # the float32 output head
-    # section 6's ring (twice the larger of float32's step bytes, about its weights, and the read past
+    # section 5's ring (twice the larger of float32's step bytes, about its weights, and the read past
     # the L2 cache) and the deep dive's ring of head reads (twice the float32 head)
     held += 2 * max(weights, decoding.working_set_past_cache(device="cpu")) + head * 2
     seconds = (
